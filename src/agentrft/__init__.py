@@ -1,0 +1,64 @@
+"""agentrft: reinforcement fine-tuning of multi-turn, tool-using LLM agents.
+
+The public API plugins may use is what this module exports.
+"""
+
+from agentrft.backend import Backend, BackendUnavailable
+from agentrft.environment import Environment
+from agentrft.hookspecs import hookimpl
+from agentrft.messages import Message, ToolCall
+from agentrft.policies.scripted import ScriptedPolicy, call, replay_policy
+from agentrft.policy import Completion, Policy, PolicyError, Sampling
+from agentrft.reward import (
+    RewardCheckReport,
+    RewardResult,
+    RewardSample,
+    Tier,
+    TieredReward,
+    check_reward_order,
+    clip,
+)
+from agentrft.rollout import run_episode, run_episodes
+from agentrft.task import EpisodeLimits, Task, TaskInputError, seeded_sample
+from agentrft.tools import Tool, ToolError, ToolResult, tool
+from agentrft.trajectory import Failure, FailureKind, Trajectory, Turn
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Backend",
+    "BackendUnavailable",
+    "Completion",
+    "Environment",
+    "EpisodeLimits",
+    "Failure",
+    "FailureKind",
+    "Message",
+    "Policy",
+    "PolicyError",
+    "RewardCheckReport",
+    "RewardResult",
+    "RewardSample",
+    "Sampling",
+    "ScriptedPolicy",
+    "Task",
+    "TaskInputError",
+    "Tier",
+    "TieredReward",
+    "Tool",
+    "ToolCall",
+    "ToolError",
+    "ToolResult",
+    "Trajectory",
+    "Turn",
+    "__version__",
+    "call",
+    "check_reward_order",
+    "clip",
+    "hookimpl",
+    "replay_policy",
+    "run_episode",
+    "run_episodes",
+    "seeded_sample",
+    "tool",
+]

@@ -1,0 +1,5 @@
+"""The `agentrft` command line."""
+
+from agentrft.cli.app import app, main
+
+__all__ = ["app", "main"]

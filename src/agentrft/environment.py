@@ -1,0 +1,74 @@
+"""Per-episode state plus the tools the model may call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentrft.messages import ToolCall
+from agentrft.tools import Tool, ToolResult
+
+
+class Environment:
+    """Subclass it, decorate methods with `@tool`, set `self.done = True` when the episode ends.
+
+    One instance lives for exactly one episode. Tool methods see and change its state; the
+    reward reads it at the end. Hidden fields (the answer) live here, never in a prompt.
+    """
+
+    #: Set when the episode is over (solved, lost, submitted): the loop stops calling the model.
+    done: bool = False
+
+    def __init__(self) -> None:
+        self.done = False
+        # Failure kinds the environment itself notices (a contradiction, a repeat); the loop
+        # merges them into the trajectory.
+        self.events: list[tuple[str, str]] = []
+        #: The call being executed, so a tool can see e.g. `current_call.recovered`.
+        self.current_call: ToolCall | None = None
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        """The bound tools, by name, in definition order."""
+        found: dict[str, Tool] = {}
+        for klass in reversed(type(self).__mro__):
+            for attr, value in vars(klass).items():
+                if isinstance(value, Tool):
+                    bound = getattr(self, attr)
+                    found[bound.name] = bound
+        return found
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self.tools.values()]
+
+    def note(self, kind: str, detail: str = "") -> None:
+        """Record a task-level failure kind (shown in eval reports)."""
+        self.events.append((kind, detail))
+
+    def recover(self, text: str) -> list[ToolCall]:
+        """Turn tool calls written as plain text into real calls (default: none).
+
+        Return calls with `recovered=True`; a tool sees the flag on `self.current_call` and
+        applies the task's format penalty.
+        """
+        return []
+
+    def on_text_reply(self, text: str) -> str | None:
+        """The model answered without a tool call. Return a user message to continue the
+        episode, or None to end it (the default)."""
+        return None
+
+    async def call_tool(self, call: ToolCall) -> ToolResult:
+        """Run one call; unknown tool names and bad arguments become error replies."""
+        tools = self.tools
+        t = tools.get(call.name)
+        if t is None:
+            names = ", ".join(tools) or "none"
+            return ToolResult(
+                f"Error: unknown tool {call.name!r}. Available tools: {names}.",
+                failure="unknown_tool",
+            )
+        self.current_call = call
+        try:
+            return await t.invoke(call.arguments)
+        finally:
+            self.current_call = None

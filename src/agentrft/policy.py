@@ -1,0 +1,72 @@
+"""The policy interface every chat-model client implements.
+
+`Policy.complete(messages, tools, sampling)` returns one assistant turn. Clients that know
+token ids (vLLM, the local sampler) also return them, which is what lets the local trainer
+train on exactly what was sampled. A client that needs per-episode state (token-exact
+multi-turn) returns a fresh object from `session()`; the loop calls it once per episode.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agentrft.messages import Message
+
+
+class Sampling(BaseModel):
+    """Sampling parameters, named as the managed service names them where it has a name."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 1024
+    seed: int | None = None
+    stop: list[str] | None = None
+    extra: dict[str, Any] = Field(
+        default_factory=dict, description="Passed through to the server unchanged."
+    )
+
+
+class Completion(BaseModel):
+    """One assistant turn as returned by a policy."""
+
+    message: Message
+    finish_reason: str | None = None
+    prompt_token_ids: list[int] | None = None
+    completion_token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class PolicyError(Exception):
+    """A policy call failed for good (after the client's own retries).
+
+    `kind` is a `FailureKind` name; the loop records it and ends the episode with a reward.
+    """
+
+    def __init__(self, message: str, kind: str = "policy_error", status: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+
+class Policy(ABC):
+    """A chat model the agent loop can call."""
+
+    name: str = "policy"
+
+    @abstractmethod
+    async def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+    ) -> Completion:
+        """Return the next assistant message for `messages`, offering `tools`."""
+
+    def session(self) -> Policy:
+        """The object to use for one episode (self unless the client keeps episode state)."""
+        return self
+
+    async def aclose(self) -> None:
+        """Release connections; safe to call twice."""

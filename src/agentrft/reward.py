@@ -1,0 +1,203 @@
+"""Rewards: `RewardResult`, tiered rewards (outcome tier + bounded shaping), and the
+ordering check behind `agentrft reward check`.
+
+A tiered reward ranks outcomes first (solved beats lost beats never played) and lets a
+bounded shaping term break ties *inside* a tier only. The classic bug is a shaping term
+large enough to lift a worse outcome over a better one; `check_reward_order` finds it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, Field
+
+
+class RewardResult(BaseModel):
+    """The score of one episode.
+
+    `total` is what training optimises. `outcome` names the tier the episode landed in;
+    `components` breaks the total down for humans (shown by `agentrft play`).
+    """
+
+    total: float
+    outcome: str = ""
+    shaping: float = 0.0
+    per_turn: list[float] | None = Field(
+        default=None, description="Per-turn rewards, for services that accept one per turn."
+    )
+    solved: bool = False
+    components: dict[str, float] = Field(default_factory=dict)
+
+
+def clip(value: float, low: float = -1.0, high: float = 1.0) -> float:
+    if math.isnan(value):
+        return 0.0
+    return max(low, min(high, value))
+
+
+class Tier(BaseModel):
+    """One outcome tier: `base + shaping_weight * clip(shaping, -1, 1)`."""
+
+    name: str
+    base: float
+    shaping_weight: float = 0.0
+    solved: bool = False
+    description: str = ""
+
+    @property
+    def low(self) -> float:
+        return self.base - abs(self.shaping_weight)
+
+    @property
+    def high(self) -> float:
+        return self.base + abs(self.shaping_weight)
+
+
+class TieredReward:
+    """Tiers from best to worst, and a `score` that clips the shaping into its band.
+
+    >>> tiers = TieredReward([Tier(name="win", base=1.0, shaping_weight=0.1),
+    ...                       Tier(name="loss", base=-0.5, shaping_weight=0.1)])
+    >>> tiers.score("loss", shaping=7.0).total
+    -0.4
+    """
+
+    def __init__(self, tiers: Iterable[Tier]) -> None:
+        self.tiers = list(tiers)
+        if not self.tiers:
+            raise ValueError("TieredReward needs at least one tier")
+        names = [t.name for t in self.tiers]
+        if len(set(names)) != len(names):
+            raise ValueError(f"tier names must be unique, got {names}")
+        self._by_name = {t.name: t for t in self.tiers}
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.tiers]
+
+    def tier(self, name: str) -> Tier:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"unknown tier {name!r}; tiers are {self.names}") from None
+
+    def score(
+        self,
+        name: str,
+        shaping: float = 0.0,
+        *,
+        components: dict[str, float] | None = None,
+        per_turn: list[float] | None = None,
+    ) -> RewardResult:
+        t = self.tier(name)
+        clipped = clip(shaping)
+        total = t.base + t.shaping_weight * clipped
+        comps = {"outcome": t.base, "shaping": t.shaping_weight * clipped}
+        comps.update(components or {})
+        return RewardResult(
+            total=round(total, 10),
+            outcome=t.name,
+            shaping=shaping,
+            per_turn=per_turn,
+            solved=t.solved,
+            components=comps,
+        )
+
+    def lowest(self) -> RewardResult:
+        """The worst possible result: what a rollout that never got going receives."""
+        worst = self.tiers[-1]
+        return self.score(worst.name, -1.0 if worst.shaping_weight >= 0 else 1.0)
+
+    def samples(self) -> list[RewardSample]:
+        """Each tier at extreme and neutral shaping, for `check_reward_order`."""
+        out = []
+        for rank, t in enumerate(self.tiers):
+            for s in (-1e9, -1.0, 0.0, 1.0, 1e9):
+                out.append(RewardSample(rank, t.name, f"shaping={s:g}", self.score(t.name, s)))
+        return out
+
+
+@dataclass
+class RewardSample:
+    """A reward observed (or simulated) for a known tier; rank 0 is the best tier."""
+
+    rank: int
+    tier: str
+    label: str
+    result: RewardResult
+
+
+@dataclass
+class RewardViolation:
+    better: RewardSample
+    worse: RewardSample
+
+    def explain(self) -> str:
+        return (
+            f"tier {self.worse.tier!r} ({self.worse.label}) scored "
+            f"{self.worse.result.total:.4f}, which is >= tier {self.better.tier!r} "
+            f"({self.better.label}) at {self.better.result.total:.4f}; a worse outcome "
+            f"must always score below a better one. Components: worse "
+            f"{_fmt(self.worse.result.components)}; better {_fmt(self.better.result.components)}"
+        )
+
+
+@dataclass
+class RewardCheckReport:
+    samples: list[RewardSample]
+    violations: list[RewardViolation] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations and not self.problems
+
+    def tier_ranges(self) -> list[tuple[int, str, float, float, int]]:
+        """(rank, tier, min, max, n) per tier, best first."""
+        by: dict[tuple[int, str], list[float]] = {}
+        for s in self.samples:
+            by.setdefault((s.rank, s.tier), []).append(s.result.total)
+        return [(r, t, min(v), max(v), len(v)) for (r, t), v in sorted(by.items())]
+
+    def explain(self) -> str:
+        if self.ok:
+            return f"reward order holds over {len(self.samples)} samples"
+        lines = list(self.problems)
+        if self.violations:
+            worst = max(
+                self.violations, key=lambda v: v.worse.result.total - v.better.result.total
+            )
+            lines.append("counterexample: " + worst.explain())
+            lines.append(f"{len(self.violations)} violating pair(s) in all")
+        return "\n".join(lines)
+
+
+def check_reward_order(samples: Iterable[RewardSample]) -> RewardCheckReport:
+    """Every sample of a better tier must outscore every sample of a worse tier."""
+    samples = list(samples)
+    report = RewardCheckReport(samples=samples)
+    if not samples:
+        report.problems.append("no reward samples: the task declares no tiers and no probes")
+        return report
+    for s in samples:
+        if not math.isfinite(s.result.total):
+            report.problems.append(f"tier {s.tier!r} ({s.label}) scored {s.result.total}")
+    # Compare each tier's minimum with the maximum of every worse tier: O(tiers^2).
+    by_rank: dict[int, list[RewardSample]] = {}
+    for s in samples:
+        by_rank.setdefault(s.rank, []).append(s)
+    ranks = sorted(by_rank)
+    for i, better_rank in enumerate(ranks):
+        for worse_rank in ranks[i + 1 :]:
+            lo = min(by_rank[better_rank], key=lambda s: s.result.total)
+            hi = max(by_rank[worse_rank], key=lambda s: s.result.total)
+            if hi.result.total >= lo.result.total:
+                report.violations.append(RewardViolation(better=lo, worse=hi))
+    return report
+
+
+def _fmt(components: dict[str, float]) -> str:
+    return ", ".join(f"{k}={v:+.4g}" for k, v in components.items()) or "-"

@@ -1,0 +1,258 @@
+"""The one agent loop. Every rollout everywhere (local training, evaluation, the AgentCore
+runtime, `agentrft play`) goes through `run_episode`, so training and serving see identical
+prompts, tool schemas, parsing, limits and rewards.
+
+Nothing raises out of an episode: model faults, tool faults and reward bugs are recorded as
+failure kinds and the episode still ends with a reward.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+from agentrft.messages import Message, ToolCall, tool_reply, user
+from agentrft.policy import Completion, Policy, PolicyError, Sampling
+from agentrft.reward import RewardResult
+from agentrft.task import EpisodeLimits, Task, TaskInputError
+from agentrft.trajectory import FailureKind, Trajectory, Turn
+
+RewardFn = Callable[[Any, Trajectory], RewardResult]
+EpisodeCallback = Callable[[Trajectory], Any]
+
+
+async def run_episode(
+    task: Task[Any],
+    prompt: str,
+    policy: Policy,
+    *,
+    sampling: Sampling | None = None,
+    limits: EpisodeLimits | None = None,
+    reward_fn: RewardFn | None = None,
+    episode_id: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Trajectory:
+    """Play one episode of `task` on the row `prompt` with `policy`, to the end.
+
+    `reward_fn(env, trajectory)` replaces the task's reward (a `--reward` plugin).
+    """
+    sampling = sampling or Sampling()
+    limits = limits or task.limits
+    started = time.perf_counter()
+    traj = Trajectory(
+        id=episode_id or uuid.uuid4().hex[:16],
+        task=task.name,
+        prompt=prompt,
+        sampling=sampling.model_dump(exclude_none=True),
+        metadata=dict(metadata or {}),
+    )
+    try:
+        instance = task.parse(prompt)
+    except TaskInputError as exc:
+        traj.fail(FailureKind.BAD_INPUT, str(exc))
+        traj.stop_reason = FailureKind.BAD_INPUT
+        traj.reward = task.lowest_reward()
+        traj.wall_s = time.perf_counter() - started
+        return traj
+    except Exception as exc:  # a parse bug in a plugin still must not crash a job
+        traj.fail(FailureKind.BAD_INPUT, f"{type(exc).__name__}: {exc}")
+        traj.stop_reason = FailureKind.BAD_INPUT
+        traj.reward = task.lowest_reward()
+        traj.wall_s = time.perf_counter() - started
+        return traj
+
+    traj.instance_id = task.instance_id(instance)
+    env = task.environment(instance)
+    tools = env.tool_schemas()
+    traj.tools = tools
+    messages: list[Message] = task.initial_messages(instance)
+    traj.messages = messages
+    session = policy.session()
+    deadline = started + limits.timeout_s
+
+    await _play(env, session, messages, tools, sampling, limits, deadline, traj)
+
+    for kind, detail in env.events:
+        traj.fail(kind, detail)
+    traj.wall_s = time.perf_counter() - started
+    try:
+        traj.reward = (reward_fn or task.reward)(env, traj)
+    except Exception as exc:  # a reward bug gives the lowest tier, visibly
+        traj.fail(FailureKind.REWARD_ERROR, f"{type(exc).__name__}: {exc}")
+        traj.reward = task.lowest_reward()
+    return traj
+
+
+async def _play(
+    env: Any,
+    session: Policy,
+    messages: list[Message],
+    tools: list[dict[str, Any]],
+    sampling: Sampling,
+    limits: EpisodeLimits,
+    deadline: float,
+    traj: Trajectory,
+) -> None:
+    for turn_index in range(limits.max_turns):
+        if env.done:
+            traj.stop_reason = "done"
+            return
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            traj.fail(FailureKind.WALL_CLOCK, f"episode exceeded {limits.timeout_s:g}s")
+            traj.stop_reason = FailureKind.WALL_CLOCK
+            return
+        t0 = time.perf_counter()
+        try:
+            completion: Completion = await asyncio.wait_for(
+                session.complete(messages, tools, sampling), timeout=remaining
+            )
+        except PolicyError as exc:
+            traj.fail(exc.kind, str(exc), turn_index)
+            traj.stop_reason = exc.kind
+            return
+        except (asyncio.TimeoutError, TimeoutError):
+            traj.fail(FailureKind.WALL_CLOCK, f"episode exceeded {limits.timeout_s:g}s", turn_index)
+            traj.stop_reason = FailureKind.WALL_CLOCK
+            return
+        except Exception as exc:  # any client bug ends the episode, never the job
+            traj.fail(FailureKind.POLICY_ERROR, f"{type(exc).__name__}: {exc}", turn_index)
+            traj.stop_reason = FailureKind.POLICY_ERROR
+            return
+        finally:
+            traj.policy_s += time.perf_counter() - t0
+
+        msg = completion.message
+        messages.append(msg)
+        turn = Turn(
+            index=turn_index,
+            assistant=msg,
+            finish_reason=completion.finish_reason,
+            prompt_token_ids=completion.prompt_token_ids,
+            completion_token_ids=completion.completion_token_ids,
+            logprobs=completion.logprobs,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            latency_s=time.perf_counter() - t0,
+        )
+        traj.turns.append(turn)
+        if completion.finish_reason == "length":
+            traj.fail(FailureKind.TRUNCATED, "the reply hit max_tokens", turn_index)
+
+        calls = list(msg.tool_calls or [])
+        recovered = False
+        if not calls:
+            text = (msg.content or "").strip()
+            if not text:
+                traj.fail(FailureKind.EMPTY_REPLY, "the model returned nothing", turn_index)
+                traj.stop_reason = FailureKind.EMPTY_REPLY
+                return
+            calls = _safe_recover(env, text, traj, turn_index)
+            recovered = bool(calls)
+            if not calls:
+                nudge = env.on_text_reply(text)
+                if nudge is None:
+                    traj.fail(FailureKind.NO_TOOL_CALL, text[:200], turn_index)
+                    traj.stop_reason = FailureKind.NO_TOOL_CALL
+                    return
+                nudge_msg = user(nudge)
+                messages.append(nudge_msg)
+                turn.tool_messages.append(nudge_msg)
+                continue
+
+        t1 = time.perf_counter()
+        stop = await _run_calls(env, calls, recovered, limits, traj, turn, messages, turn_index)
+        traj.tool_s += time.perf_counter() - t1
+        if stop:
+            return
+    if env.done:
+        traj.stop_reason = "done"
+    else:
+        traj.fail(FailureKind.MAX_TURNS, f"no end after {limits.max_turns} turns")
+        traj.stop_reason = FailureKind.MAX_TURNS
+
+
+async def _run_calls(
+    env: Any,
+    calls: Sequence[ToolCall],
+    recovered: bool,
+    limits: EpisodeLimits,
+    traj: Trajectory,
+    turn: Turn,
+    messages: list[Message],
+    turn_index: int,
+) -> bool:
+    """Execute the calls of one reply in order; True when the episode must stop."""
+    for call in calls:
+        if traj.tool_calls >= limits.max_tool_calls:
+            traj.fail(FailureKind.MAX_TOOL_CALLS, f"more than {limits.max_tool_calls} tool calls")
+            traj.stop_reason = FailureKind.MAX_TOOL_CALLS
+            return True
+        traj.tool_calls += 1
+        if recovered:
+            traj.fail(FailureKind.PLAIN_TEXT_CALL, f"{call.name}({call.arguments})", turn_index)
+        result = await env.call_tool(call)
+        if result.failure:
+            traj.fail(result.failure, result.content[:200], turn_index)
+        # A recovered call has no tool_call id to answer, so its result goes back as a user turn.
+        reply = user(result.content) if recovered else tool_reply(call, result.content)
+        messages.append(reply)
+        turn.tool_messages.append(reply)
+        if env.done:
+            traj.stop_reason = "done"
+            return True
+    return False
+
+
+def _safe_recover(env: Any, text: str, traj: Trajectory, turn_index: int) -> list[ToolCall]:
+    try:
+        calls = env.recover(text) or []
+    except Exception as exc:
+        traj.fail(FailureKind.POLICY_ERROR, f"recover() raised {type(exc).__name__}: {exc}")
+        return []
+    for i, c in enumerate(calls):
+        if not c.id:
+            c.id = f"recovered_{turn_index}_{i}"
+        c.recovered = True
+    return calls
+
+
+async def run_episodes(
+    task: Task[Any],
+    prompts: Iterable[str],
+    policy: Policy,
+    *,
+    sampling: Sampling | None = None,
+    limits: EpisodeLimits | None = None,
+    reward_fn: RewardFn | None = None,
+    concurrency: int = 32,
+    on_episode: EpisodeCallback | None = None,
+    metadata: Callable[[int], dict[str, Any]] | None = None,
+) -> list[Trajectory]:
+    """Play many episodes with at most `concurrency` in flight; results keep input order."""
+    prompts = list(prompts)
+    sem = asyncio.Semaphore(max(1, concurrency))
+    results: list[Trajectory | None] = [None] * len(prompts)
+
+    async def one(i: int, prompt: str) -> None:
+        async with sem:
+            traj = await run_episode(
+                task,
+                prompt,
+                policy,
+                sampling=sampling,
+                limits=limits,
+                reward_fn=reward_fn,
+                metadata=metadata(i) if metadata else None,
+            )
+        results[i] = traj
+        if on_episode is not None:
+            out = on_episode(traj)
+            if isinstance(out, Awaitable):
+                await out
+
+    await asyncio.gather(*(one(i, p) for i, p in enumerate(prompts)))
+    return [r for r in results if r is not None]

@@ -1,0 +1,116 @@
+"""`Task`: what a plugin provides. Parse a row, build prompts and an environment, score it."""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from agentrft.environment import Environment
+from agentrft.messages import Message, system, user
+from agentrft.reward import RewardResult, RewardSample, TieredReward
+
+if TYPE_CHECKING:
+    from agentrft.policy import Policy
+    from agentrft.trajectory import Trajectory
+
+InstanceT = TypeVar("InstanceT")
+
+
+class TaskInputError(ValueError):
+    """A dataset row's prompt is not what the task expects. The message names the fix."""
+
+
+class EpisodeLimits(BaseModel):
+    """Stops for one episode. Tasks set defaults; configs may override them."""
+
+    max_turns: int = 20
+    max_tool_calls: int = 50
+    timeout_s: float = 600.0
+
+
+class Task(ABC, Generic[InstanceT]):
+    """A multi-turn, tool-using task. Subclass it in a plugin and register it.
+
+    Contract, checked by the loop and `agentrft reward check`:
+    - `parse` raises `TaskInputError` for a bad row (the loop then gives the lowest reward);
+    - `environment` returns a fresh `Environment` per episode;
+    - `reward` never needs anything but the environment and the trajectory;
+    - `hidden_values` lists strings the policy must never see before the episode ends.
+    """
+
+    #: Unique name used by `--task`.
+    name: ClassVar[str] = ""
+    #: One line for `agentrft tasks`.
+    description: ClassVar[str] = ""
+    #: Default stops for an episode.
+    limits: ClassVar[EpisodeLimits] = EpisodeLimits()
+    #: Declared outcome tiers, best first (optional; enables `reward check` and `lowest_reward`).
+    tiers: ClassVar[TieredReward | None] = None
+
+    @abstractmethod
+    def parse(self, prompt: str) -> InstanceT:
+        """Turn a dataset row's prompt string into an instance (hidden fields included)."""
+
+    @abstractmethod
+    def environment(self, instance: InstanceT) -> Environment:
+        """A fresh environment for one episode of `instance`."""
+
+    @abstractmethod
+    def reward(self, env: Environment, trajectory: Trajectory) -> RewardResult:
+        """Score a finished episode."""
+
+    def system_prompt(self, instance: InstanceT) -> str | None:
+        return None
+
+    @abstractmethod
+    def user_prompt(self, instance: InstanceT) -> str:
+        """The first user message (must not contain hidden fields)."""
+
+    def initial_messages(self, instance: InstanceT) -> list[Message]:
+        msgs = []
+        sp = self.system_prompt(instance)
+        if sp:
+            msgs.append(system(sp))
+        msgs.append(user(self.user_prompt(instance)))
+        return msgs
+
+    def instance_id(self, instance: InstanceT) -> str | None:
+        return getattr(instance, "id", None)
+
+    def hidden_values(self, instance: InstanceT) -> list[str]:
+        """Strings the policy must not see before the episode ends (for leak tests)."""
+        return []
+
+    def make_dataset(self, split: str, n: int | None, seed: int) -> list[dict[str, Any]]:
+        """Rows `{"prompt": str}` for `split` ("train" / "validation" / "test")."""
+        raise TaskInputError(f"task {self.name!r} does not generate datasets")
+
+    def expert(self) -> Policy | None:
+        """A scripted policy that plays well, if the task has one (`--policy expert`)."""
+        return None
+
+    def lowest_reward(self) -> RewardResult:
+        """What an episode gets when it could not be played (bad row, reward crashed)."""
+        if self.tiers is not None:
+            return self.tiers.lowest()
+        return RewardResult(total=0.0, outcome="failed")
+
+    def reward_samples(self) -> Iterable[RewardSample]:
+        """Rewards across the outcome tiers at extreme shaping, for `reward check`.
+
+        The default simulates the declared `tiers`; tasks with hand-written reward logic
+        should also yield rewards from real (scripted) episodes.
+        """
+        return self.tiers.samples() if self.tiers is not None else []
+
+
+def seeded_sample(items: list[Any], n: int, seed: int) -> list[Any]:
+    """A deterministic sample without replacement (helper for `make_dataset`)."""
+    rng = random.Random(seed)
+    if n > len(items):
+        raise TaskInputError(f"asked for {n} items but only {len(items)} exist")
+    return rng.sample(items, n)

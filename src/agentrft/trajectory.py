@@ -1,0 +1,128 @@
+"""The record of one episode: enough to replay it, score it again, and train on it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agentrft.messages import Message
+from agentrft.reward import RewardResult
+
+
+class FailureKind:
+    """Names of the failure kinds the loop records (tasks may add their own strings)."""
+
+    BAD_INPUT = "bad_input"  # the row's prompt did not parse
+    HTTP_ERROR = "http_error"  # the policy server answered 5xx / 4xx after retries
+    RATE_LIMITED = "rate_limited"  # 429 after retries
+    POLICY_TIMEOUT = "policy_timeout"  # the policy did not answer in time
+    POLICY_ERROR = "policy_error"  # any other client-side failure
+    EMPTY_REPLY = "empty_reply"
+    NO_TOOL_CALL = "no_tool_call"  # a text reply while the task still expected a call
+    MALFORMED_TOOL_JSON = "malformed_tool_json"
+    UNKNOWN_TOOL = "unknown_tool"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    TOOL_ERROR = "tool_error"  # the tool refused the call (ToolError)
+    TOOL_EXCEPTION = "tool_exception"  # the tool crashed
+    PLAIN_TEXT_CALL = "plain_text_call"  # recovered from text by the environment
+    TRUNCATED = "truncated"  # the reply hit max_tokens
+    MAX_TURNS = "max_turns"
+    MAX_TOOL_CALLS = "max_tool_calls"
+    WALL_CLOCK = "wall_clock"
+    REWARD_ERROR = "reward_error"  # the task's reward raised; the lowest tier was given
+
+
+class Failure(BaseModel):
+    kind: str
+    detail: str = ""
+    turn: int | None = None
+
+
+class Turn(BaseModel):
+    """One policy call and what followed it."""
+
+    index: int
+    assistant: Message
+    tool_messages: list[Message] = Field(default_factory=list)
+    finish_reason: str | None = None
+    # Token-level record, filled by clients that return ids (vLLM, the local sampler).
+    prompt_token_ids: list[int] | None = None
+    completion_token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+
+class Trajectory(BaseModel):
+    """A whole episode: messages, turns, failures, reward, timings."""
+
+    id: str
+    task: str
+    prompt: str = Field(description="The dataset row's prompt string, as given.")
+    instance_id: str | None = None
+    messages: list[Message] = Field(default_factory=list)
+    turns: list[Turn] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    failures: list[Failure] = Field(default_factory=list)
+    stop_reason: str = ""
+    tool_calls: int = 0
+    reward: RewardResult | None = None
+    wall_s: float = 0.0
+    policy_s: float = 0.0
+    tool_s: float = 0.0
+    sampling: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def solved(self) -> bool:
+        return bool(self.reward and self.reward.solved)
+
+    @property
+    def failure_kinds(self) -> list[str]:
+        return [f.kind for f in self.failures]
+
+    def fail(self, kind: str, detail: str = "", turn: int | None = None) -> None:
+        self.failures.append(Failure(kind=kind, detail=detail, turn=turn))
+
+
+def write_trajectories(trajectories: Iterable[Trajectory], path: str | Path) -> int:
+    """Write JSONL (one trajectory per line); returns the count."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    tmp = path.with_name(path.name + ".partial")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for t in trajectories:
+            fh.write(t.model_dump_json() + "\n")
+            n += 1
+    tmp.replace(path)
+    return n
+
+
+def append_trajectories(trajectories: Iterable[Trajectory], path: str | Path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        for t in trajectories:
+            fh.write(t.model_dump_json() + "\n")
+
+
+def read_trajectories(path: str | Path) -> Iterator[Trajectory]:
+    """Read JSONL written by `write_trajectories`; a bad line fails with its number."""
+    path = Path(path)
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield Trajectory.model_validate(json.loads(line))
+            except Exception as exc:
+                raise ValueError(
+                    f"{path}: line {lineno} is not a trajectory ({type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0]})"
+                ) from None
