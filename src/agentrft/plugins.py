@@ -134,9 +134,7 @@ def load_plugins(extra: list[Any] | None = None, entry_points: bool = True) -> P
                     continue
                 pm.register(obj, name=ep.name)
             except Exception as exc:  # one broken plugin must not hide the others
-                broken.append(
-                    BrokenPlugin(dist, ep.name, ep.value, f"{type(exc).__name__}: {exc}")
-                )
+                broken.append(BrokenPlugin(dist, ep.name, ep.value, f"{type(exc).__name__}: {exc}"))
     for obj in extra or []:
         pm.register(obj)
     return Plugins(pm, broken)

@@ -167,9 +167,7 @@ class RewardCheckReport:
             return f"reward order holds over {len(self.samples)} samples"
         lines = list(self.problems)
         if self.violations:
-            worst = max(
-                self.violations, key=lambda v: v.worse.result.total - v.better.result.total
-            )
+            worst = max(self.violations, key=lambda v: v.worse.result.total - v.better.result.total)
             lines.append("counterexample: " + worst.explain())
             lines.append(f"{len(self.violations)} violating pair(s) in all")
         return "\n".join(lines)

@@ -2,7 +2,11 @@
 
 import typer
 
-app = typer.Typer(name="agentrft", no_args_is_help=True, help="Reinforcement fine-tuning of tool-using LLM agents.")
+app = typer.Typer(
+    name="agentrft",
+    no_args_is_help=True,
+    help="Reinforcement fine-tuning of tool-using LLM agents.",
+)
 
 
 @app.command()

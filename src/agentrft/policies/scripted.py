@@ -18,7 +18,9 @@ Reply = Union[Completion, Message, str, ToolCall, list[ToolCall], Exception]
 ScriptFn = Callable[[list[Message], list[dict[str, Any]]], Union[Reply, Awaitable[Reply]]]
 
 
-def call(name: str, arguments: dict[str, Any] | str | None = None, id: str | None = None) -> ToolCall:
+def call(
+    name: str, arguments: dict[str, Any] | str | None = None, id: str | None = None
+) -> ToolCall:
     """A tool call for scripts: `call("guess_word", {"guess": "crane"})`."""
     args = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
     return ToolCall(id=id or "", name=name, arguments=args)

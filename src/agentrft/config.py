@@ -1,0 +1,322 @@
+"""One configuration for both backends: a YAML or TOML file plus `--set key=value` overrides.
+
+Hyperparameters shared by both backends sit at the top level under the managed service's
+names (SageMaker AI `AgentRFT` jobs), so a config moves between `local` and `sagemaker`
+unchanged. Backend-only settings live in the `local` and `sagemaker` sections. Unknown keys
+are errors that suggest the nearest valid name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the key and the fix."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class LimitsConfig(_Section):
+    """Overrides for the task's episode limits (unset = the task's own default)."""
+
+    max_turns: int | None = Field(None, ge=1, description="Policy calls per episode.")
+    max_tool_calls: int | None = Field(None, ge=1, description="Tool calls per episode.")
+    timeout_s: float | None = Field(None, gt=0, description="Wall-clock budget per episode.")
+
+
+class EvalConfig(_Section):
+    """How `agentrft eval` samples and scores."""
+
+    split: str = Field(
+        "validation", description="Dataset split made by the task when no file is given."
+    )
+    n: int | None = Field(None, ge=1, description="Rows to evaluate (default: the whole split).")
+    samples_per_row: int = Field(1, ge=1, description="Episodes per row; pass@k needs k <= this.")
+    temperatures: list[float] = Field(
+        default_factory=lambda: [1.0],
+        description="Evaluate at each temperature. Evaluate at the one you serve at: the "
+        "managed service's Wordle model scored 37% on its training curve and 84% served.",
+    )
+    concurrency: int = Field(32, ge=1, description="Episodes in flight at once.")
+
+
+class LocalConfig(_Section):
+    """Settings only the local GRPO engine reads."""
+
+    model: str | None = Field(
+        None,
+        description="Hugging Face model id or directory. None: on a machine without a GPU, "
+        "a tiny random-init model is built locally and cached (for tests and demos).",
+    )
+    adapter: str | None = Field(
+        None, description="A LoRA adapter directory to start from / evaluate."
+    )
+    inference: Literal["auto", "vllm", "transformers"] = Field(
+        "auto", description="auto: vLLM when CUDA and vllm are present, else transformers."
+    )
+    vllm_url: str | None = Field(
+        None, description="Use a running vLLM server instead of starting one."
+    )
+    vllm_args: list[str] = Field(default_factory=list, description="Extra `vllm serve` arguments.")
+    device: str = Field("auto", description="auto, cpu, cuda, cuda:N.")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="auto: bf16 on GPU, fp32 on CPU."
+    )
+    loss_normalization: Literal["dapo", "grpo", "dr_grpo"] = Field(
+        "dapo",
+        description="dapo: token mean over the whole step (TRL default; invariant to "
+        "micro-batching); grpo: mean of per-sequence means; dr_grpo: sum / (B x max_len).",
+    )
+    scale_rewards: bool = Field(
+        True, description="Divide advantages by the group std (False = Dr.GRPO)."
+    )
+    kl_beta: float = Field(
+        0.0, ge=0, description="k3 KL penalty weight; 0 needs no reference model."
+    )
+    lora_target_modules: list[str] | str = Field("all-linear", description="PEFT target modules.")
+    lora_dropout: float = Field(0.0, ge=0, lt=1)
+    micro_batch_size: int = Field(8, ge=1, description="Sequences per forward/backward.")
+    weight_decay: float = Field(0.0, ge=0)
+    max_grad_norm: float = Field(1.0, gt=0)
+    sft_warmup_steps: int = Field(
+        0, ge=0, description="SFT steps on the task's scripted expert games before RL."
+    )
+    sft_learning_rate: float = Field(1e-3, gt=0)
+    run_dir: str = Field("runs", description="Where run directories are created.")
+    run_name: str | None = None
+    checkpoint_every: int = Field(
+        10, ge=1, description="Save a resumable checkpoint every N steps."
+    )
+    mlflow_tracking_uri: str | None = Field(
+        None, description="Default: a sqlite store inside the run directory."
+    )
+    mlflow_experiment: str = "agentrft"
+
+
+class SageMakerConfig(_Section):
+    """Settings only the SageMaker AI backend reads."""
+
+    region: str | None = Field(None, description="Default: the AWS SDK's region resolution.")
+    profile: str | None = Field(None, description="AWS shared-config profile.")
+    runtime_arn: str | None = Field(
+        None, description="Bedrock AgentCore runtime that plays rollouts."
+    )
+    runtime_name: str | None = Field(None, description="Name used by `agentrft deploy`.")
+    runtime_role_arn: str | None = Field(
+        None, description="Role the AgentCore runtime runs as (trusts bedrock-agentcore)."
+    )
+    role_arn: str | None = Field(
+        None, description="Job role; must trust job.sagemaker.amazonaws.com."
+    )
+    train_s3_uri: str | None = None
+    validation_s3_uri: str | None = None
+    output_s3_path: str | None = None
+    mlflow_resource_arn: str | None = Field(None, description="SageMaker MLflow app ARN.")
+    mlflow_experiment_name: str | None = None
+    base_model: str = Field(
+        "openai-reasoning-gpt-oss-20b", description="SageMaker public hub model id."
+    )
+    base_model_version: str | None = Field(
+        None, description="Hub content version (default: latest)."
+    )
+    job_name: str | None = Field(None, description="Default: generated from the task and time.")
+    output_model_package_group: str | None = None
+    checkpoint_model_package_group: str | None = None
+    input_model_package_arn: str | None = None
+    kms_key_arn: str | None = None
+    security_group_ids: list[str] = Field(default_factory=list)
+    subnets: list[str] = Field(default_factory=list)
+    max_runtime_s: int | None = Field(None, gt=0)
+    extra_hyperparameters: dict[str, str] = Field(
+        default_factory=dict, description="Sent verbatim (names the service knows and we don't)."
+    )
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+class Config(_Section):
+    """The resolved configuration. Top-level hyperparameters use the managed service's names."""
+
+    task: str | None = Field(None, description="Task name (see `agentrft tasks`).")
+    reward: str | None = Field(
+        None, description="A named reward plugin replacing the task's reward."
+    )
+    seed: int = 42
+    train_dataset: str | None = Field(None, description="Rows file; default: made by the task.")
+    validation_dataset: str | None = None
+
+    # Shared hyperparameters (SageMaker AI names; the local engine reads the same ones).
+    global_batch_size: int = Field(
+        128, ge=1, description="Prompts per step; each is played group_size times."
+    )
+    group_size: int = Field(8, ge=2, le=32, description="Rollouts per prompt (GRPO group).")
+    advantage_method: str = Field("group_based", description="Service advantage estimator.")
+    loss_fn: Literal["ppo", "importance_sampling", "cispo"] = "ppo"
+    clip_low_threshold: float = Field(0.8, ge=0, le=1, description="1 - eps_low.")
+    clip_high_threshold: float = Field(1.2, ge=1, le=10, description="1 + eps_high.")
+    temperature: float = Field(1.0, ge=0, le=2)
+    sampling_top_p: float = Field(1.0, gt=0, le=1)
+    sampling_max_tokens: int = Field(4096, ge=1, description="Per turn.")
+    max_epochs: int = Field(1, ge=1)
+    max_steps: int = Field(50, ge=1)
+    val_every: int = Field(10, ge=0)
+    lora_rank: int = Field(32, ge=1)
+    lora_alpha: int = Field(64, ge=1)
+    learning_rate: float = Field(4e-5, gt=0)
+    adam_beta1: float = Field(0.9, ge=0, lt=1)
+    adam_beta2: float = Field(0.999, ge=0, lt=1)
+    pass_k_values: list[int] = Field(default_factory=lambda: [1, 2, 4, 8, 16, 32])
+    success_threshold: float = Field(1.0, description="A reward >= this counts as a success.")
+    rollout_max_concurrency: int = Field(32, ge=1)
+    rollout_timeout: int = Field(600, ge=1, description="Seconds per rollout.")
+    rollout_max_retries: int = Field(3, ge=0)
+
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    local: LocalConfig = Field(default_factory=LocalConfig)
+    sagemaker: SageMakerConfig = Field(default_factory=SageMakerConfig)
+
+
+#: Top-level hyperparameters, in the managed service's vocabulary.
+SHARED_HYPERPARAMETERS = (
+    "global_batch_size", "group_size", "advantage_method", "loss_fn", "clip_low_threshold",
+    "clip_high_threshold", "temperature", "sampling_top_p", "sampling_max_tokens", "max_epochs",
+    "max_steps", "val_every", "lora_rank", "lora_alpha", "learning_rate", "adam_beta1",
+    "adam_beta2", "pass_k_values", "success_threshold", "rollout_max_concurrency",
+    "rollout_timeout", "rollout_max_retries",
+)  # fmt: skip
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """Parse a YAML (.yaml/.yml) or TOML (.toml) file into a dict."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix == ".toml":
+            data = tomllib.loads(text)
+        elif path.suffix in (".yaml", ".yml", ".json"):
+            data = yaml.safe_load(text) or {}
+        else:
+            raise ConfigError(f"config file {path}: use a .yaml, .yml or .toml file")
+    except (yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"config file {path} does not parse: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping at the top level")
+    return data
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """`a.b=value` -> (["a", "b"], value); the value is read as YAML (numbers, lists, ...)."""
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} must look like key=value (e.g. local.model=gpt2)")
+    key, raw = item.split("=", 1)
+    path = [p for p in key.strip().split(".") if p]
+    if not path:
+        raise ConfigError(f"override {item!r} has an empty key")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        value = raw
+    return path, value
+
+
+def _set_path(data: dict[str, Any], path: list[str], value: Any) -> None:
+    node = data
+    for part in path[:-1]:
+        nxt = node.get(part)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            node[part] = nxt
+        node = nxt
+    node[path[-1]] = value
+
+
+def load_config(
+    path: str | Path | None = None,
+    overrides: list[str] | None = None,
+    values: dict[str, Any] | None = None,
+) -> Config:
+    """Load `path` (optional), apply `values` (nested dict) then `overrides` (`a.b=v`)."""
+    data: dict[str, Any] = read_config_file(path) if path else {}
+    for key, value in (values or {}).items():
+        if value is not None:
+            _set_path(data, key.split("."), value)
+    for item in overrides or []:
+        p, v = parse_override(item)
+        _set_path(data, p, v)
+    return validate_config(data, source=str(path) if path else "config")
+
+
+def validate_config(data: dict[str, Any], source: str = "config") -> Config:
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(explain_validation(exc, source)) from None
+
+
+def explain_validation(exc: ValidationError, source: str) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"]]
+        key = ".".join(loc)
+        if err["type"] == "extra_forbidden":
+            valid = _fields_at(loc[:-1])
+            close = difflib.get_close_matches(loc[-1], valid, n=1, cutoff=0.5)
+            hint = f"; did you mean {'.'.join([*loc[:-1], close[0]])!r}?" if close else ""
+            lines.append(f"{source}: unknown key {key!r}{hint} (valid here: {', '.join(valid)})")
+        else:
+            lines.append(f"{source}: {key}: {err['msg']} (got {err.get('input')!r})")
+    return "\n".join(lines)
+
+
+def _fields_at(loc: list[str]) -> list[str]:
+    model: type[BaseModel] = Config
+    for part in loc:
+        field = model.model_fields.get(part)
+        ann = field.annotation if field else None
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            model = ann
+        else:
+            return []
+    return list(model.model_fields)
+
+
+def dump_config(config: Config, fmt: Literal["yaml", "json", "toml"] = "yaml") -> str:
+    data = config.model_dump(mode="json")
+    if fmt == "json":
+        return json.dumps(data, indent=2)
+    if fmt == "toml":
+        return _to_toml(data)
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def _to_toml(data: dict[str, Any]) -> str:
+    flat = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    sections = {k: v for k, v in data.items() if isinstance(v, dict)}
+    out = [f"{k} = {_toml_value(v)}" for k, v in flat.items() if v is not None]
+    for name, body in sections.items():
+        out.append(f"\n[{name}]")
+        out.extend(f"{k} = {_toml_value(v)}" for k, v in body.items() if v is not None)
+    return "\n".join(out) + "\n"
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    return json.dumps(v)
