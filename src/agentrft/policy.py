@@ -68,5 +68,5 @@ class Policy(ABC):
         """The object to use for one episode (self unless the client keeps episode state)."""
         return self
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Release connections; safe to call twice."""

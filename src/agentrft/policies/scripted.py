@@ -9,13 +9,13 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Union
+from typing import Any
 
 from agentrft.messages import Message, ToolCall
 from agentrft.policy import Completion, Policy, Sampling
 
-Reply = Union[Completion, Message, str, ToolCall, list[ToolCall], Exception]
-ScriptFn = Callable[[list[Message], list[dict[str, Any]]], Union[Reply, Awaitable[Reply]]]
+Reply = Completion | Message | str | ToolCall | list[ToolCall] | Exception
+ScriptFn = Callable[[list[Message], list[dict[str, Any]]], Reply | Awaitable[Reply]]
 
 
 def call(
