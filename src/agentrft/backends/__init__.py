@@ -1,0 +1,1 @@
+"""Built-in backends (registered through the `agentrft` entry-point group like any plugin)."""

@@ -1,0 +1,1 @@
+"""The local backend. Importing this package must stay cheap (no torch / SDK imports)."""
