@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Create (or refresh) the project's virtual environment in .venv with agentrft, its
+# local + sagemaker + dev extras and the bundled plugins. Idempotent: a second run with
+# unchanged pyproject files does nothing.
+#
+#   bash scripts/setup.sh            # CPU machine (the default)
+#   AGENTRFT_EXTRAS=local,sagemaker,dev,vllm bash scripts/setup.sh   # a CUDA machine with vLLM
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+VENV=${AGENTRFT_VENV:-.venv}
+EXTRAS=${AGENTRFT_EXTRAS:-local,sagemaker,dev}
+PLUGINS=(plugins/wordle plugins/expense_report plugins/reward_example)
+
+"$PY" - <<'PYEOF'
+import sys
+if sys.version_info < (3, 10):
+    sys.exit(f"agentrft needs Python >= 3.10 (found {sys.version.split()[0]}); set PYTHON=python3.11")
+PYEOF
+
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+pip=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+
+stamp="$VENV/.agentrft-setup"
+want=$( (echo "$EXTRAS"; cat pyproject.toml; for p in "${PLUGINS[@]}"; do cat "$p/pyproject.toml" 2>/dev/null; done) | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  echo "setup: $VENV is up to date"
+  exit 0
+fi
+
+echo "setup: installing into $VENV (extras: $EXTRAS)"
+"${pip[@]}" install --upgrade pip
+# torch first, pinned to the CPU build when nothing else is asked for: a range that admits it
+# keeps pip from downloading several GB of CUDA wheels on a CPU machine.
+if [[ ",$EXTRAS," == *",local,"* ]] && ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
+  "${pip[@]}" install "torch==${AGENTRFT_TORCH_VERSION:-2.13.0}" || "${pip[@]}" install "torch>=2.4"
+fi
+args=(-e ".[${EXTRAS}]")
+for p in "${PLUGINS[@]}"; do
+  [ -f "$p/pyproject.toml" ] && args+=(-e "$p")
+done
+"${pip[@]}" install "${args[@]}"
+echo "$want" > "$stamp"
+echo "setup: done ($("$VENV/bin/python" -c 'import agentrft; print("agentrft", agentrft.__version__)'))"
