@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import difflib
 import importlib.metadata as md
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -43,9 +45,25 @@ class BrokenPlugin:
 class Plugins:
     """The loaded plugins and what they provide."""
 
-    def __init__(self, pm: pluggy.PluginManager, broken: list[BrokenPlugin]) -> None:
+    def __init__(
+        self,
+        pm: pluggy.PluginManager,
+        broken: list[BrokenPlugin],
+        distributions: dict[str, str] | None = None,
+    ) -> None:
         self.pm = pm
         self.broken = broken
+        #: Registered plugin name -> the distribution that provided it (entry points only).
+        self.distributions = distributions or {}
+
+    def task_sources(self) -> dict[str, str]:
+        """Task name -> the distribution (or plugin name) that provides it."""
+        out: dict[str, str] = {}
+        for impl in reversed(self.pm.hook.agentrft_tasks.get_hookimpls()):
+            source = self.distributions.get(impl.plugin_name, impl.plugin_name)
+            for cls in impl.function() or []:
+                out.setdefault(getattr(cls, "name", ""), source)
+        return out
 
     @property
     def hook(self) -> Any:
@@ -125,6 +143,7 @@ def load_plugins(extra: list[Any] | None = None, entry_points: bool = True) -> P
     pm = pluggy.PluginManager(PROJECT)
     pm.add_hookspecs(hookspecs)
     broken: list[BrokenPlugin] = []
+    distributions: dict[str, str] = {}
     if entry_points:
         for ep in sorted(md.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             dist = ep.dist.name if ep.dist is not None else "?"
@@ -133,14 +152,44 @@ def load_plugins(extra: list[Any] | None = None, entry_points: bool = True) -> P
                 if pm.is_registered(obj):
                     continue
                 pm.register(obj, name=ep.name)
+                distributions[ep.name] = dist
             except Exception as exc:  # one broken plugin must not hide the others
                 broken.append(BrokenPlugin(dist, ep.name, ep.value, f"{type(exc).__name__}: {exc}"))
     for obj in extra or []:
         pm.register(obj)
-    return Plugins(pm, broken)
+    return Plugins(pm, broken, distributions)
+
+
+_override: Plugins | None = None
 
 
 @lru_cache(maxsize=1)
-def get_plugins() -> Plugins:
-    """The process-wide plugin set (loaded once)."""
+def _default_plugins() -> Plugins:
     return load_plugins()
+
+
+def get_plugins() -> Plugins:
+    """The process-wide plugin set (loaded once; `use_plugins` swaps it, e.g. in tests)."""
+    if _override is not None:
+        return _override
+    return _default_plugins()
+
+
+# Kept so callers can still force a reload of the entry points.
+get_plugins.cache_clear = _default_plugins.cache_clear  # type: ignore[attr-defined]
+
+
+@contextmanager
+def use_plugins(plugins: Plugins) -> Iterator[Plugins]:
+    """Make `get_plugins()` return `plugins` inside the block (tests, embedding apps)::
+
+    with use_plugins(load_plugins(extra=[MyPlugin], entry_points=False)):
+        ...
+    """
+    global _override
+    previous = _override
+    _override = plugins
+    try:
+        yield plugins
+    finally:
+        _override = previous
