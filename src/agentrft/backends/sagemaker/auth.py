@@ -1,0 +1,174 @@
+"""Credentials and bearer tokens for the SageMaker job runtime.
+
+The job runtime's OpenAI-compatible endpoint takes `Authorization: Bearer <token>`, where the
+token is `sagemaker-api-key-` + base64 of a SigV4 query-presigned
+`sagemaker.amazonaws.com/?Action=CallWithBearerToken...&Version=1` (service `sagemaker`).
+The role that signs it needs `sagemaker:CallWithBearerToken` (in the managed policy
+`AmazonSageMakerJobRuntimeAccess`).
+
+Lessons from the public sample, built in here:
+- a fresh botocore session per rollout starved the credential provider at 32 concurrent
+  rollouts, so the process keeps ONE self-refreshing session (`shared_session`);
+- a token cached for an hour got 403 after the credentials rotated, so tokens live in a
+  short cache (`TOKEN_CACHE_S`) under a lock, and a 403 forces one re-sign (`refresh`).
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+# The token's shape, as the SageMaker SDK (sagemaker-core 2.27 token_generator) builds it.
+TOKEN_PREFIX = "sagemaker-api-key-"
+SIGNING_HOST = "sagemaker.amazonaws.com"
+SIGNING_SERVICE = "sagemaker"
+TOKEN_ACTION = "CallWithBearerToken"
+TOKEN_VERSION_SUFFIX = "&Version=1"
+#: How long one minted token is handed out before it is re-signed (the sample's fix: ~5 min).
+TOKEN_CACHE_S = 300.0
+#: X-Amz-Expires of the presigned request. It outlives the cache window so a token handed
+#: out at the end of the window still covers a long rollout's next requests. [?] The SDK
+#: signs for 12 h; temporary credentials cap the real lifetime anyway.
+TOKEN_EXPIRES_S = 3600
+
+_session_lock = threading.Lock()
+_session: Any = None
+#: How many botocore sessions this process created (tests assert it stays at one).
+sessions_created = 0
+
+
+def shared_session() -> Any:
+    """The process's one botocore session (created on first use, then reused).
+
+    Its credentials are botocore's refreshable credentials when the environment provides
+    temporary ones (the AgentCore runtime role), so one session serves the process's life.
+    """
+    global _session, sessions_created
+    if _session is None:
+        with _session_lock:
+            if _session is None:
+                import botocore.session
+
+                _session = botocore.session.get_session()
+                sessions_created += 1
+    return _session
+
+
+def reset_shared_session(session: Any = None) -> None:
+    """Replace (or drop, with None) the process session. For tests and credential changes."""
+    global _session, sessions_created
+    with _session_lock:
+        _session = session
+        sessions_created = 0 if session is None else 1
+
+
+def mint_bearer_token(credentials: Any, region: str, expires_s: int = TOKEN_EXPIRES_S) -> str:
+    """Sign a `CallWithBearerToken` request with `credentials` and wrap it as a bearer token.
+
+    `credentials` is any botocore credentials object (static or refreshable). It is frozen
+    first: reading key, secret and session token separately could straddle a refresh and
+    mix two credential versions into a signature that never verifies.
+    """
+    from botocore.auth import SigV4QueryAuth
+    from botocore.awsrequest import AWSRequest
+
+    if credentials is None:
+        raise PermissionError(
+            "no AWS credentials found to sign a job-runtime bearer token; inside AgentCore "
+            "the runtime role provides them, locally set AWS_PROFILE or AWS_ACCESS_KEY_ID"
+        )
+    if not region:
+        raise ValueError("a region is needed to sign a job-runtime bearer token (set AWS_REGION)")
+    frozen = credentials.get_frozen_credentials()
+    request = AWSRequest(
+        method="POST",
+        url=f"https://{SIGNING_HOST}/",
+        headers={"host": SIGNING_HOST},
+        params={"Action": TOKEN_ACTION},
+    )
+    SigV4QueryAuth(frozen, SIGNING_SERVICE, region, expires=expires_s).add_auth(request)
+    presigned = request.url.removeprefix("https://") + TOKEN_VERSION_SUFFIX
+    return TOKEN_PREFIX + base64.b64encode(presigned.encode("utf-8")).decode("ascii")
+
+
+class BearerTokenProvider:
+    """Hands out a cached bearer token for one region; thread-safe.
+
+    Call it (`provider()`) for the current token. After a 401/403, call
+    `provider.refresh(stale_token)`: the first caller re-signs, later callers holding the
+    same stale token get the new one without signing again, so a burst of concurrent 403s
+    costs one mint.
+    """
+
+    def __init__(
+        self,
+        region: str,
+        *,
+        session_factory: Callable[[], Any] = shared_session,
+        cache_s: float = TOKEN_CACHE_S,
+        expires_s: int = TOKEN_EXPIRES_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.region = region
+        self._session_factory = session_factory
+        self.cache_s = cache_s
+        self.expires_s = expires_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._token: str | None = None
+        self._minted_at = 0.0
+        #: Tokens signed so far (tests assert at most one per cache window).
+        self.mints = 0
+
+    def __call__(self) -> str:
+        return self.token()
+
+    def token(self) -> str:
+        """The cached token, re-signed when older than `cache_s`."""
+        with self._lock:
+            if self._token is None or self._clock() - self._minted_at >= self.cache_s:
+                self._mint_locked()
+            assert self._token is not None
+            return self._token
+
+    def refresh(self, stale: str | None = None) -> str:
+        """Re-sign after an auth failure, unless another caller already replaced `stale`."""
+        with self._lock:
+            if self._token is None or stale is None or self._token == stale:
+                self._mint_locked()
+            assert self._token is not None
+            return self._token
+
+    def _mint_locked(self) -> None:
+        credentials = self._session_factory().get_credentials()
+        self._token = mint_bearer_token(credentials, self.region, self.expires_s)
+        self._minted_at = self._clock()
+        self.mints += 1
+
+
+class TokenProviders:
+    """One `BearerTokenProvider` per region, shared by every rollout of the process."""
+
+    def __init__(self, session_factory: Callable[[], Any] = shared_session, **kwargs: Any) -> None:
+        self._session_factory = session_factory
+        self._kwargs = kwargs
+        self._lock = threading.Lock()
+        self._by_region: dict[str, BearerTokenProvider] = {}
+
+    def for_region(self, region: str) -> BearerTokenProvider:
+        with self._lock:
+            provider = self._by_region.get(region)
+            if provider is None:
+                provider = BearerTokenProvider(
+                    region, session_factory=self._session_factory, **self._kwargs
+                )
+                self._by_region[region] = provider
+            return provider
+
+    @property
+    def mints(self) -> int:
+        with self._lock:
+            return sum(p.mints for p in self._by_region.values())

@@ -1,0 +1,203 @@
+"""The rollout payload the managed service POSTs to the runtime's /invocations.
+
+```
+{"prompt": "<the dataset row's prompt string>",
+ "metadata": {"jobArn": "arn:aws:sagemaker:...:job/AgentRFT/<name>", "rolloutId": "r1"},
+ "inferenceParams": {"temperature": 1.0, "max_tokens": 4096, "top_p": 1.0}}
+```
+
+The SageMaker SDK also accepts `endpoint`, `region`, `job_arn`, `trajectory_id` (and
+`trajectoryId`) in metadata; so do we. The job-runtime endpoint is `metadata.endpoint`, else
+`RFT_RUNTIME_ENDPOINT`, else `https://job-runtime.sagemaker.<region>.api.aws`; the region is
+`metadata.region`, else `AWS_REGION` (else `AWS_DEFAULT_REGION`, else the job ARN's region).
+
+Parsing never raises: whatever is wrong lands in `problems`, and the runtime still answers
+with a reward.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentrft.policy import Sampling
+
+#: Endpoint template of the job runtime [model: botocore sagemakerjobruntime endpoint rules].
+ENDPOINT_TEMPLATE = "https://job-runtime.sagemaker.{region}.api.aws"
+ENDPOINT_ENV = "RFT_RUNTIME_ENDPOINT"
+#: Path of the OpenAI-compatible policy endpoint under the job runtime [sample, sdk].
+CHAT_COMPLETIONS_PATH = "/v1/chat/completions"
+#: The model name the job runtime serves the policy under [sample].
+POLICY_MODEL = "default"
+JOB_ARN_HEADER = "X-Amzn-SageMaker-Job-Arn"
+TRAJECTORY_HEADER = "X-Amzn-SageMaker-Trajectory-Id"
+
+# botocore's JobArn pattern for the job runtime (sagemakerjobruntime 2026-02-01).
+_JOB_ARN = re.compile(
+    r"^arn:aws[a-z\-]*:sagemaker:(?P<region>[a-z0-9\-]*):(?P<account>[0-9]{12}):"
+    r"job/[a-zA-Z0-9_\-]+/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
+)
+
+#: Sampling defaults when a payload carries no inferenceParams: the service's own
+#: hyperparameter defaults (temperature 1, sampling_top_p 1, sampling_max_tokens 4096).
+DEFAULT_SAMPLING = Sampling(temperature=1.0, top_p=1.0, max_tokens=4096)
+
+# inferenceParams key spellings seen in the SDK (snake_case and camelCase).
+_PARAM_KEYS = {
+    "temperature": ("temperature",),
+    "top_p": ("top_p", "topP"),
+    "max_tokens": ("max_tokens", "maxTokens"),
+}
+
+
+@dataclass
+class RolloutPayload:
+    """What one invocation asks for, resolved; `problems` lists what was wrong with it."""
+
+    prompt: str | None = None
+    job_arn: str | None = None
+    trajectory_id: str | None = None
+    region: str | None = None
+    endpoint: str | None = None
+    sampling: Sampling = field(default_factory=lambda: DEFAULT_SAMPLING.model_copy())
+    diagnose: bool = False
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def can_report(self) -> bool:
+        """Whether CompleteRollout / UpdateReward can be addressed at all."""
+        return bool(self.job_arn and self.trajectory_id and self.endpoint and self.region)
+
+    @property
+    def can_play(self) -> bool:
+        """Whether the policy model can be reached for this rollout."""
+        return self.prompt is not None and self.can_report
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL (`{endpoint}/v1`)."""
+        return f"{(self.endpoint or '').rstrip('/')}/v1"
+
+    def headers(self) -> dict[str, str]:
+        """The two `X-Amzn-SageMaker-*` headers every policy request carries."""
+        out = {}
+        if self.job_arn:
+            out[JOB_ARN_HEADER] = self.job_arn
+        if self.trajectory_id:
+            out[TRAJECTORY_HEADER] = self.trajectory_id
+        return out
+
+
+def endpoint_for(region: str) -> str:
+    return ENDPOINT_TEMPLATE.format(region=region)
+
+
+def job_arn_parts(job_arn: str) -> tuple[str, str] | None:
+    """(region, account) of a job ARN, or None when it is not one."""
+    m = _JOB_ARN.match(job_arn or "")
+    return (m.group("region"), m.group("account")) if m else None
+
+
+def parse_payload(raw: Any, environ: Mapping[str, str] | None = None) -> RolloutPayload:
+    """Resolve a raw /invocations body; never raises."""
+    env = os.environ if environ is None else environ
+    out = RolloutPayload()
+    if not isinstance(raw, Mapping):
+        out.problems.append(
+            f"payload is a {type(raw).__name__}, expected a JSON object with 'prompt' and "
+            "'metadata'"
+        )
+        return out
+    out.diagnose = raw.get("diagnose") is True
+    out.prompt = _prompt(raw, out.problems)
+
+    metadata = raw.get("metadata")
+    if metadata is None:
+        metadata = {}
+        out.problems.append("payload has no 'metadata' (jobArn, rolloutId)")
+    elif not isinstance(metadata, Mapping):
+        out.problems.append(f"'metadata' is a {type(metadata).__name__}, expected an object")
+        metadata = {}
+
+    out.job_arn = _first_str(metadata, "jobArn", "job_arn")
+    out.trajectory_id = _first_str(metadata, "rolloutId", "trajectory_id", "trajectoryId")
+    if not out.job_arn:
+        out.problems.append("metadata has no 'jobArn'")
+    elif job_arn_parts(out.job_arn) is None:
+        out.problems.append(f"metadata.jobArn {out.job_arn!r} is not a SageMaker job ARN")
+    if not out.trajectory_id:
+        out.problems.append("metadata has no 'rolloutId'")
+
+    arn_region = (job_arn_parts(out.job_arn or "") or (None, None))[0]
+    out.region = (
+        _first_str(metadata, "region")
+        or env.get("AWS_REGION")
+        or env.get("AWS_DEFAULT_REGION")
+        or arn_region
+    )
+    out.endpoint = _first_str(metadata, "endpoint") or env.get(ENDPOINT_ENV) or None
+    if out.endpoint is None and out.region:
+        out.endpoint = endpoint_for(out.region)
+    if not out.region:
+        out.problems.append("no region: set metadata.region or AWS_REGION")
+    if out.endpoint:
+        out.endpoint = out.endpoint.rstrip("/")
+
+    params = raw.get("inferenceParams", raw.get("inference_params"))
+    out.sampling = _sampling(params, out.problems)
+    return out
+
+
+def _prompt(raw: Mapping[str, Any], problems: list[str]) -> str | None:
+    prompt = raw.get("prompt")
+    if prompt is None and isinstance(raw.get("instance"), Mapping):
+        # The SDK's generic rollout request carries the row as `instance`.
+        inner = raw["instance"].get("prompt")
+        prompt = inner if isinstance(inner, str) else raw["instance"]
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, (Mapping, list)):
+        # A row whose prompt column was decoded into an object: hand the task its JSON text.
+        return json.dumps(prompt)
+    if prompt is None:
+        problems.append("payload has no 'prompt'")
+    else:
+        problems.append(f"'prompt' is a {type(prompt).__name__}, expected a string")
+    return None
+
+
+def _first_str(mapping: Mapping[str, Any], *keys: str) -> str | None:
+    for key in keys:
+        value = mapping.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+    return None
+
+
+def _sampling(params: Any, problems: list[str]) -> Sampling:
+    sampling = DEFAULT_SAMPLING.model_copy()
+    if params is None:
+        return sampling
+    if not isinstance(params, Mapping):
+        problems.append(f"'inferenceParams' is a {type(params).__name__}, expected an object")
+        return sampling
+    for name, keys in _PARAM_KEYS.items():
+        value = next((params[k] for k in keys if params.get(k) is not None), None)
+        if value is None:
+            continue
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            problems.append(f"inferenceParams.{keys[0]}={value!r} is not a number; ignored")
+            continue
+        setattr(sampling, name, int(value) if name == "max_tokens" else float(value))
+    return sampling

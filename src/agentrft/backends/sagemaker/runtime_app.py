@@ -1,0 +1,263 @@
+"""The AgentCore runtime app: plays one rollout per /invocations call for any task.
+
+Per invocation: parse the payload, play the ONE agent loop (`run_episode`) against the job
+runtime's OpenAI-compatible endpoint (`{endpoint}/v1/chat/completions`, model `default`,
+a bearer token, the two `X-Amzn-SageMaker-*` headers, `inferenceParams` applied), score it,
+report CompleteRollout then UpdateReward, and answer `{"reward": x}`.
+
+The answer is ALWAYS a reward: a rollout that errors or never reaches the policy model can
+fail the whole job, so a bad payload, a prompt the task cannot parse, an unreachable model
+or a bug anywhere in here all end with the task's lowest tier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from bedrock_agentcore import BedrockAgentCoreApp
+from starlette.responses import JSONResponse, Response
+
+from agentrft.backends.sagemaker.auth import BearerTokenProvider, TokenProviders
+from agentrft.backends.sagemaker.job_runtime import JobRuntimeReporter, ReportOutcome
+from agentrft.backends.sagemaker.payload import POLICY_MODEL, RolloutPayload, parse_payload
+from agentrft.policy import Policy
+from agentrft.rollout import RewardFn, run_episode
+from agentrft.task import Task
+from agentrft.trajectory import Trajectory
+
+log = logging.getLogger("agentrft.runtime")
+
+#: Builds the policy for one rollout from its payload and the region's token provider.
+PolicyFactory = Callable[[RolloutPayload, BearerTokenProvider], Policy]
+
+# Failure kinds that mean the policy model was never reached.
+_FALLBACK_LOWEST = -1.0
+
+
+def openai_policy_factory(payload: RolloutPayload, tokens: BearerTokenProvider) -> Policy:
+    """The job runtime's policy: the core OpenAI-compatible client, bearer-authenticated."""
+    from agentrft.policies.openai_client import OpenAIPolicy
+
+    return OpenAIPolicy(
+        base_url=payload.base_url,
+        model=POLICY_MODEL,
+        token_provider=tokens,
+        default_headers=payload.headers(),
+    )
+
+
+class RolloutRunner:
+    """Plays and reports rollouts for one task. Shared by all invocations of the process."""
+
+    def __init__(
+        self,
+        task: Task[Any],
+        *,
+        reward_fn: RewardFn | None = None,
+        policy_factory: PolicyFactory = openai_policy_factory,
+        tokens: TokenProviders | None = None,
+        reporter: JobRuntimeReporter | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.task = task
+        self.reward_fn = reward_fn
+        self.policy_factory = policy_factory
+        self.tokens = tokens or TokenProviders()
+        self.reporter = reporter or JobRuntimeReporter()
+        self.environ = environ
+        self.lowest = _lowest_total(task)
+
+    async def handle(self, raw: Any) -> dict[str, Any]:
+        """Play, score and report one rollout; always returns `{"reward": float}`."""
+        try:
+            return await self._handle(raw)
+        except Exception:  # the last line of defence: a rollout never crashes a job
+            log.exception("rollout failed inside the runtime; answering the lowest reward")
+            return {"reward": self.lowest}
+
+    async def _handle(self, raw: Any) -> dict[str, Any]:
+        started = time.perf_counter()
+        payload = parse_payload(raw, self.environ)
+        traj: Trajectory | None = None
+        if payload.can_play:
+            traj = await self._play(payload)
+
+        reached = bool(traj and traj.turns)
+        reward = self.lowest
+        rewards = [reward]
+        if reached and traj is not None and traj.reward is not None:
+            reward = _finite_or(traj.reward.total, self.lowest)
+            per_turn = traj.reward.per_turn
+            rewards = [_finite_or(r, self.lowest) for r in per_turn] if per_turn else [reward]
+
+        outcomes: list[ReportOutcome] = []
+        if payload.can_report:
+            assert payload.endpoint and payload.region and payload.job_arn
+            assert payload.trajectory_id
+            outcomes = await asyncio.to_thread(
+                self.reporter.report,
+                endpoint=payload.endpoint,
+                region=payload.region,
+                job_arn=payload.job_arn,
+                trajectory_id=payload.trajectory_id,
+                rewards=rewards,
+                # A rollout that never reached the model has no turns to train on.
+                status="ready" if reached else "failed",
+            )
+        self._log(payload, traj, reward, outcomes, time.perf_counter() - started)
+        answer: dict[str, Any] = {"reward": reward}
+        if payload.diagnose:
+            answer["diagnostics"] = _diagnostics(payload, traj, reached, outcomes)
+        return answer
+
+    async def _play(self, payload: RolloutPayload) -> Trajectory:
+        assert payload.prompt is not None and payload.region
+        policy = self.policy_factory(payload, self.tokens.for_region(payload.region))
+        try:
+            return await run_episode(
+                self.task,
+                payload.prompt,
+                policy,
+                sampling=payload.sampling,
+                reward_fn=self.reward_fn,
+                episode_id=payload.trajectory_id,
+                metadata={"job_arn": payload.job_arn, "trajectory_id": payload.trajectory_id},
+            )
+        finally:
+            try:
+                await policy.aclose()
+            except Exception:
+                log.warning("closing the policy client failed", exc_info=True)
+
+    def _log(
+        self,
+        payload: RolloutPayload,
+        traj: Trajectory | None,
+        reward: float,
+        outcomes: list[ReportOutcome],
+        wall_s: float,
+    ) -> None:
+        # No prompt, no token: the prompt carries hidden fields, the token is a credential.
+        parts = [
+            f"rollout={payload.trajectory_id or '-'}",
+            f"job={payload.job_arn or '-'}",
+            f"reward={reward:.4g}",
+            f"turns={len(traj.turns) if traj else 0}",
+            f"stop={traj.stop_reason if traj else 'not played'}",
+            f"wall={wall_s:.2f}s",
+        ]
+        if payload.problems:
+            parts.append("payload: " + "; ".join(payload.problems))
+        if traj is not None and traj.failures:
+            first = traj.failures[0]
+            parts.append(f"first failure: {first.kind}: {first.detail[:160]}")
+        for o in outcomes:
+            parts.append(
+                f"{o.operation}: ok" if o.ok else f"{o.operation}: {o.status} {o.code}: {o.message}"
+            )
+        bad = bool(payload.problems) or any(not o.ok for o in outcomes)
+        log.log(logging.WARNING if bad else logging.INFO, " | ".join(parts))
+
+
+def build_app(
+    task: Task[Any],
+    *,
+    reward_fn: RewardFn | None = None,
+    policy_factory: PolicyFactory = openai_policy_factory,
+    tokens: TokenProviders | None = None,
+    reporter: JobRuntimeReporter | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> BedrockAgentCoreApp:
+    """The Starlette app AgentCore runs: POST /invocations plays a rollout, GET /ping."""
+    runner = RolloutRunner(
+        task,
+        reward_fn=reward_fn,
+        policy_factory=policy_factory,
+        tokens=tokens,
+        reporter=reporter,
+        environ=environ,
+    )
+    app = _RolloutApp(runner)
+
+    # The entrypoint decorator must stay OUTERMOST: anything wrapped around it is never
+    # registered, and the service times out every invocation after 30 s (the sample's bug).
+    @app.entrypoint
+    async def invocations(payload: Any) -> dict[str, Any]:
+        busy = app.add_async_task("rollout")  # /ping says HealthyBusy while rollouts run
+        try:
+            return await runner.handle(payload)
+        finally:
+            app.complete_async_task(busy)
+
+    return app
+
+
+class _RolloutApp(BedrockAgentCoreApp):
+    """BedrockAgentCoreApp that answers a reward even for bodies it cannot hand over.
+
+    The base app rejects a body that is not JSON with a 400 before any handler runs; the
+    service must still get a reward, so every error response becomes the lowest tier.
+    """
+
+    def __init__(self, runner: RolloutRunner) -> None:
+        super().__init__()
+        self.runner = runner
+
+    async def _handle_invocation(self, request: Any) -> Response:
+        response: Response = await super()._handle_invocation(request)
+        if response.status_code >= 400:
+            log.warning(
+                "invocation answered HTTP %s before the rollout ran (body not JSON?); "
+                "answering the lowest reward",
+                response.status_code,
+            )
+            return JSONResponse({"reward": self.runner.lowest})
+        return response
+
+
+def _diagnostics(
+    payload: RolloutPayload,
+    traj: Trajectory | None,
+    reached: bool,
+    outcomes: list[ReportOutcome],
+) -> dict[str, Any]:
+    """What `agentrft smoke-test` explains: only sent when the payload asks (`diagnose`)."""
+    return {
+        "problems": list(payload.problems),
+        "job_arn": payload.job_arn,
+        "trajectory_id": payload.trajectory_id,
+        "region": payload.region,
+        "endpoint": payload.endpoint,
+        "model_reached": reached,
+        "turns": len(traj.turns) if traj else 0,
+        "stop_reason": traj.stop_reason if traj else "not played",
+        "failures": [f"{f.kind}: {f.detail[:300]}" for f in (traj.failures if traj else [])],
+        "reports": [o.to_dict() for o in outcomes],
+    }
+
+
+def _lowest_total(task: Task[Any]) -> float:
+    try:
+        return _finite_or(task.lowest_reward().total, _FALLBACK_LOWEST)
+    except Exception:
+        log.exception("task %r: lowest_reward() failed; using %s", task.name, _FALLBACK_LOWEST)
+        return _FALLBACK_LOWEST
+
+
+def _finite_or(value: Any, fallback: float) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return fallback
+    return value if math.isfinite(value) else fallback
+
+
+def env_flag(name: str, environ: Mapping[str, str] | None = None) -> bool:
+    value = (environ if environ is not None else os.environ).get(name, "")
+    return value.strip().lower() in {"1", "true", "yes", "on"}
