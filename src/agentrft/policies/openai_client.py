@@ -1,0 +1,557 @@
+"""`OpenAIPolicy`: any OpenAI-compatible chat-completions server (vLLM, the SageMaker job
+runtime, OpenAI itself) as a `Policy`.
+
+Two transports with identical semantics (request body, headers, retries, error kinds,
+response mapping):
+
+- ``transport="openai"`` (default): the official `openai` SDK (`AsyncOpenAI`), with the
+  SDK's own retries off so that ours apply.
+- ``transport="aiohttp"``: a lean aiohttp session. The SDK spends most of a request's CPU
+  in its own layers (about 1 ms per call on a small core); rollouts against a fast local
+  server are several times faster this way. See bench/rollouts.py.
+
+Retries: 429, 5xx, 408, timeouts and connection errors are retried up to `max_retries`
+times with exponential backoff and jitter; a `Retry-After` (or `retry-after-ms`) header
+replaces the backoff delay. A 401/403 with a `token_provider` refreshes the token once.
+Final failures raise `PolicyError` with kind `rate_limited`, `http_error`,
+`policy_timeout` or `policy_error`. Error messages never contain the API key or token.
+
+Heavy imports (openai, aiohttp) happen on first use, so importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import inspect
+import json
+import logging
+import os
+import random
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from agentrft.messages import Message, ToolCall
+from agentrft.policy import Completion, Policy, PolicyError, Sampling
+from agentrft.trajectory import FailureKind
+
+logger = logging.getLogger("agentrft.policies")
+
+#: A bearer-token source: called before every request (cache inside it; see `CachedToken`).
+#: If it also has an `invalidate()` method, a 401/403 calls that before fetching once more.
+TokenProvider = Callable[[], "str | Awaitable[str]"]
+
+Transport = Literal["openai", "aiohttp"]
+
+_RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+class CachedToken:
+    """A `TokenProvider` that caches `fetch()`'s token for `ttl_s` seconds.
+
+    `invalidate()` drops it, so the next call fetches a fresh one (what `OpenAIPolicy` does
+    on a 401/403). `fetch` may be sync or async; concurrent callers share one fetch.
+    """
+
+    def __init__(self, fetch: Callable[[], str | Awaitable[str]], ttl_s: float = 300.0) -> None:
+        self.fetch = fetch
+        self.ttl_s = ttl_s
+        self._token: str | None = None
+        self._expires = 0.0
+        self._lock: asyncio.Lock | None = None
+
+    async def __call__(self) -> str:
+        if self._token is not None and time.monotonic() < self._expires:
+            return self._token
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._token is None or time.monotonic() >= self._expires:
+                token = self.fetch()
+                if inspect.isawaitable(token):
+                    token = await token
+                self._token = str(token)
+                self._expires = time.monotonic() + self.ttl_s
+            return self._token
+
+    def invalidate(self) -> None:
+        self._token = None
+
+
+# --- one failed attempt, classified ------------------------------------------------------
+
+
+@dataclass
+class AttemptError(Exception):
+    """One failed HTTP attempt. `retryable` decides whether the retry loop tries again."""
+
+    message: str
+    kind: str = FailureKind.POLICY_ERROR
+    status: int | None = None
+    retryable: bool = False
+    retry_after: float | None = None
+    auth: bool = False
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def status_error(
+    status: int, headers: Mapping[str, str], body: bytes | str, where: str
+) -> AttemptError:
+    """Classify an HTTP error status (with the server's message, shortened)."""
+    detail = _server_message(body)
+    kind = FailureKind.RATE_LIMITED if status == 429 else FailureKind.HTTP_ERROR
+    msg = f"HTTP {status} from {where}" + (f": {detail}" if detail else "")
+    if status in (401, 403):
+        msg += " (check the API key or token)"
+    return AttemptError(
+        msg,
+        kind=kind,
+        status=status,
+        retryable=status in _RETRY_STATUSES or status >= 500,
+        retry_after=parse_retry_after(headers),
+        auth=status in (401, 403),
+    )
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from `retry-after-ms`, `Retry-After` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    lower = {k.lower(): v for k, v in headers.items()}
+    if (ms := lower.get("retry-after-ms")) is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = lower.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _server_message(body: bytes | str) -> str:
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+    try:
+        data = json.loads(text)
+        if isinstance(data, dict):
+            err = data.get("error", data)
+            if isinstance(err, dict) and err.get("message"):
+                text = str(err["message"])
+            elif isinstance(err, str):
+                text = err
+            elif isinstance(data.get("message"), str):
+                text = data["message"]
+    except ValueError:
+        pass
+    text = " ".join(text.split())
+    return text[:300] + ("..." if len(text) > 300 else "")
+
+
+# --- retries -----------------------------------------------------------------------------
+
+
+class RetryPolicy:
+    """Exponential backoff with jitter: attempt n waits `base * 2**n`, capped at `max_s`,
+    times a random factor in [0.5, 1]. A server's Retry-After replaces it (capped the same)."""
+
+    def __init__(self, max_retries: int = 4, base_s: float = 0.5, max_s: float = 30.0) -> None:
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.max_retries = max_retries
+        self.base_s = base_s
+        self.max_s = max_s
+        self._rng = random.Random()
+
+    def delay(self, retry: int, retry_after: float | None = None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.max_s)
+        return min(self.max_s, self.base_s * (2**retry)) * self._rng.uniform(0.5, 1.0)
+
+    async def run(
+        self,
+        attempt: Callable[[], Awaitable[Completion]],
+        *,
+        refresh_auth: Callable[[], Awaitable[bool]] | None = None,
+        scrub: Callable[[str], str] = str,
+    ) -> Completion:
+        """Call `attempt` until it succeeds or fails for good (then `PolicyError`)."""
+        retries = 0
+        refreshed = False
+        while True:
+            try:
+                return await attempt()
+            except AttemptError as err:
+                if err.auth and refresh_auth is not None and not refreshed:
+                    refreshed = True
+                    if await refresh_auth():
+                        continue
+                if not err.retryable or retries >= self.max_retries:
+                    tries = retries + 1 + (1 if refreshed else 0)
+                    suffix = f" (after {tries} attempts)" if tries > 1 else ""
+                    raise PolicyError(
+                        scrub(err.message) + suffix, kind=err.kind, status=err.status
+                    ) from None
+                wait = self.delay(retries, err.retry_after)
+                retries += 1
+                logger.debug(
+                    "policy call failed (%s); retry %d in %.3fs", scrub(err.message), retries, wait
+                )
+                await asyncio.sleep(wait)
+
+
+# --- response mapping --------------------------------------------------------------------
+
+
+def completion_from_openai(data: Any) -> Completion:
+    """Map an OpenAI chat.completion JSON object to a `Completion`.
+
+    Reads reasoning (`reasoning_content` or `reasoning`), tool calls, finish reason, usage,
+    and vLLM's token ids (`prompt_token_ids`, `choices[0].token_ids`) and logprobs.
+    """
+    if not isinstance(data, dict):
+        raise AttemptError(f"the response is {type(data).__name__}, not a JSON object")
+    choices = data.get("choices")
+    if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+        err = data.get("error")
+        detail = f": {_server_message(json.dumps(data))}" if err else ""
+        raise AttemptError(f"the response has no choices{detail}")
+    choice = choices[0]
+    msg = choice.get("message") or {}
+    content = msg.get("content")
+    if isinstance(content, list):  # content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict)) or None
+    calls = None
+    raw_calls = msg.get("tool_calls")
+    if raw_calls:
+        calls = []
+        for c in raw_calls:
+            fn = c.get("function") or {}
+            args = fn.get("arguments")
+            if args is None:
+                args = "{}"
+            elif not isinstance(args, str):  # some servers send an object
+                args = json.dumps(args)
+            calls.append(
+                ToolCall(
+                    id=c.get("id") or f"call_{uuid.uuid4().hex[:12]}",
+                    name=fn.get("name") or "",
+                    arguments=args,
+                )
+            )
+    reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+    message = Message(
+        role="assistant",
+        content=content,
+        tool_calls=calls or None,
+        reasoning=reasoning if isinstance(reasoning, str) else None,
+    )
+    usage = data.get("usage") or {}
+    logprobs, token_ids = _logprobs(choice.get("logprobs"))
+    completion_ids = choice.get("token_ids") or token_ids
+    prompt_ids = data.get("prompt_token_ids") or choice.get("prompt_token_ids")
+    return Completion(
+        message=message,
+        finish_reason=choice.get("finish_reason"),
+        prompt_token_ids=list(prompt_ids) if prompt_ids else None,
+        completion_token_ids=list(completion_ids) if completion_ids else None,
+        logprobs=logprobs,
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+    )
+
+
+def _logprobs(block: Any) -> tuple[list[float] | None, list[int] | None]:
+    """Per-token logprobs; token ids too when tokens are written as "token_id:N" (vLLM's
+    `return_tokens_as_token_ids`)."""
+    if not isinstance(block, dict) or not isinstance(block.get("content"), list):
+        return None, None
+    entries = block["content"]
+    logprobs = [float(e.get("logprob", 0.0)) for e in entries]
+    ids: list[int] | None = []
+    for e in entries:
+        tok = e.get("token")
+        if isinstance(tok, str) and tok.startswith("token_id:"):
+            ids.append(int(tok[9:]))  # type: ignore[union-attr]
+        else:
+            ids = None
+            break
+    return logprobs, ids or None
+
+
+def request_body(
+    model: str,
+    messages: list[Message],
+    tools: list[dict[str, Any]],
+    sampling: Sampling,
+    extra_body: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The chat-completions request body. `sampling.extra` wins over `extra_body`."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [m.to_openai() for m in messages],
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "max_tokens": sampling.max_tokens,
+    }
+    if tools:
+        body["tools"] = tools
+    if sampling.seed is not None:
+        body["seed"] = sampling.seed
+    if sampling.stop:
+        body["stop"] = list(sampling.stop)
+    if extra_body:
+        body.update(extra_body)
+    body.update(sampling.extra)
+    if "max_completion_tokens" in body:  # newer OpenAI models reject max_tokens alongside it
+        body.pop("max_tokens", None)
+    return body
+
+
+def _safe_url(url: str) -> str:
+    """The URL without user:password@ and without a query string."""
+    parts = urlsplit(url)
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+# --- the policy --------------------------------------------------------------------------
+
+
+class OpenAIPolicy(Policy):
+    """A chat model behind an OpenAI-compatible `/chat/completions` endpoint.
+
+    One HTTP connection pool per policy, shared by every episode; call `aclose()` (or use
+    `async with`) when done.
+
+    Args:
+        model: the model name sent in each request.
+        base_url: the API root, e.g. `http://127.0.0.1:8000/v1`.
+        api_key: a static key (sent as `Authorization: Bearer ...`). Defaults to
+            `$OPENAI_API_KEY`, else none (local servers need none).
+        token_provider: instead of `api_key`, a callable returning a bearer token (sync or
+            async), called before each request; give it an `invalidate()` method (see
+            `CachedToken`) and a 401/403 refreshes the token and retries once.
+        headers: extra headers on every request (e.g. `X-Amzn-SageMaker-*`).
+        timeout_s: per-request timeout.
+        max_retries: retries after the first attempt on 429 / 5xx / 408 / timeouts /
+            connection errors.
+        backoff_base_s: first backoff delay; doubles per retry, with jitter.
+        backoff_max_s: cap on one backoff delay (and on an honoured Retry-After).
+        transport: "openai" (the SDK) or "aiohttp" (lean; same semantics).
+        max_connections: connection-pool size of the aiohttp transport.
+        extra_body: fields added to every request body (`Sampling.extra` overrides them).
+        name: shown in reports; defaults to the model name.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str = "https://api.openai.com/v1",
+        *,
+        api_key: str | None = None,
+        token_provider: TokenProvider | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        transport: Transport = "openai",
+        max_connections: int = 512,
+        extra_body: Mapping[str, Any] | None = None,
+        name: str | None = None,
+    ) -> None:
+        if transport not in ("openai", "aiohttp"):
+            raise ValueError(f"transport must be 'openai' or 'aiohttp', got {transport!r}")
+        if api_key is not None and token_provider is not None:
+            raise ValueError("give OpenAIPolicy either api_key or token_provider, not both")
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.name = name or model
+        self.transport = transport
+        self.timeout_s = timeout_s
+        self.headers = dict(headers or {})
+        self.extra_body = dict(extra_body or {})
+        self.max_connections = max_connections
+        self.retry = RetryPolicy(max_retries, backoff_base_s, backoff_max_s)
+        self._api_key = (
+            api_key if api_key is not None or token_provider else os.environ.get("OPENAI_API_KEY")
+        )
+        self._token_provider = token_provider
+        self._secrets: list[str] = [self._api_key] if self._api_key else []
+        self._where = f"POST {_safe_url(self.base_url)}/chat/completions"
+        self._client: Any = None  # AsyncOpenAI or aiohttp.ClientSession
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:  # no secrets
+        return f"OpenAIPolicy(model={self.model!r}, base_url={_safe_url(self.base_url)!r}, transport={self.transport!r})"
+
+    async def __aenter__(self) -> OpenAIPolicy:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+    ) -> Completion:
+        body = request_body(self.model, messages, tools, sampling, self.extra_body)
+        attempt = self._attempt_aiohttp if self.transport == "aiohttp" else self._attempt_sdk
+        refresh = self._refresh_token if self._token_provider is not None else None
+        return await self.retry.run(lambda: attempt(body), refresh_auth=refresh, scrub=self._scrub)
+
+    async def aclose(self) -> None:
+        client, self._client, self._client_loop = self._client, None, None
+        if client is not None:
+            try:
+                await client.close()
+            except Exception:  # closing a pool on a finished loop: nothing left to release
+                logger.debug("closing the HTTP client failed", exc_info=True)
+
+    # auth --------------------------------------------------------------------------------
+
+    async def _bearer(self) -> str | None:
+        if self._token_provider is None:
+            return self._api_key
+        token = self._token_provider()
+        if inspect.isawaitable(token):
+            token = await token
+        token = str(token)
+        if token not in self._secrets:
+            self._secrets.append(token)
+            del self._secrets[:-8]  # remember the last few tokens for scrubbing
+        return token
+
+    async def _refresh_token(self) -> bool:
+        invalidate = getattr(self._token_provider, "invalidate", None)
+        if callable(invalidate):
+            out = invalidate()
+            if inspect.isawaitable(out):
+                await out
+        return True
+
+    def _scrub(self, text: str) -> str:
+        for s in self._secrets:
+            if s and len(s) >= 4:
+                text = text.replace(s, "***")
+        return text
+
+    # transports --------------------------------------------------------------------------
+
+    async def _client_for_loop(self, factory: Callable[[], Any]) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            # A pool belongs to the loop it was made on (asyncio.run twice, a new thread).
+            if self._client is not None:
+                await self.aclose()
+            self._client = factory()
+            self._client_loop = loop
+        return self._client
+
+    def _make_sdk_client(self) -> Any:
+        import openai
+
+        # Retries are ours (same semantics for both transports), so the SDK's are off.
+        return openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=self._api_key or "EMPTY",
+            max_retries=0,
+            timeout=self.timeout_s,
+            default_headers=self.headers or None,
+        )
+
+    async def _attempt_sdk(self, body: dict[str, Any]) -> Completion:
+        import openai
+
+        client = await self._client_for_loop(self._make_sdk_client)
+        extra_headers = {}
+        if self._token_provider is not None:
+            extra_headers["Authorization"] = f"Bearer {await self._bearer()}"
+        rest = dict(body)
+        model, messages = rest.pop("model"), rest.pop("messages")
+        try:
+            raw = await client.chat.completions.with_raw_response.create(
+                model=model,
+                messages=messages,
+                extra_body=rest,
+                extra_headers=extra_headers or None,
+                timeout=self.timeout_s,
+            )
+        except openai.APIStatusError as exc:
+            resp = exc.response
+            raise status_error(exc.status_code, resp.headers, resp.content, self._where) from None
+        except openai.APITimeoutError:
+            raise self._timeout_error() from None
+        except openai.APIConnectionError as exc:
+            raise self._connection_error(exc.__cause__ or exc) from None
+        return self._parse(raw.http_response.content)
+
+    def _make_aiohttp_session(self) -> Any:
+        import aiohttp
+
+        connector = aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=60)
+        return aiohttp.ClientSession(
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+            headers={"Content-Type": "application/json", **self.headers},
+        )
+
+    async def _attempt_aiohttp(self, body: dict[str, Any]) -> Completion:
+        import aiohttp
+
+        session = await self._client_for_loop(self._make_aiohttp_session)
+        bearer = await self._bearer()
+        headers = {"Authorization": f"Bearer {bearer}"} if bearer else None
+        try:
+            async with session.post(
+                self.base_url + "/chat/completions", data=json.dumps(body), headers=headers
+            ) as resp:
+                raw = await resp.read()
+                if resp.status >= 400:
+                    raise status_error(resp.status, resp.headers, raw, self._where)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise self._timeout_error() from None
+        except aiohttp.ClientError as exc:
+            raise self._connection_error(exc) from None
+        return self._parse(raw)
+
+    def _parse(self, raw: bytes) -> Completion:
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            snippet = raw[:120].decode("utf-8", "replace")
+            raise AttemptError(
+                f"the response from {self._where} is not JSON: {snippet!r}"
+            ) from None
+        return completion_from_openai(data)
+
+    def _timeout_error(self) -> AttemptError:
+        return AttemptError(
+            f"no answer from {self._where} within {self.timeout_s:g}s",
+            kind=FailureKind.POLICY_TIMEOUT,
+            retryable=True,
+        )
+
+    def _connection_error(self, exc: BaseException) -> AttemptError:
+        return AttemptError(
+            f"connection to {self._where} failed: {type(exc).__name__}: {exc}",
+            kind=FailureKind.POLICY_ERROR,
+            retryable=True,
+        )

@@ -1,0 +1,52 @@
+"""Public helpers for testing agentrft tasks, policies and backends.
+
+- `FakeOpenAIServer`: a loopback OpenAI-compatible chat-completions server driven by a
+  script, with fault injection (`http_error`, `rate_limited`, `slow`, `malformed_body`,
+  `disconnect`) and request recording.
+- `FindNumberTask` and `CounterTask`: tiny tool tasks (with scripts usable by both a
+  `ScriptedPolicy` and the fake server).
+
+Nothing here is imported by `agentrft` itself.
+"""
+
+from agentrft.testing.fake_server import (
+    Disconnect,
+    FakeOpenAIServer,
+    HTTPFault,
+    RawBody,
+    RecordedRequest,
+    Slow,
+    disconnect,
+    http_error,
+    malformed_body,
+    rate_limited,
+    slow,
+)
+from agentrft.testing.tasks import (
+    CounterEnv,
+    CounterTask,
+    FindNumberEnv,
+    FindNumberTask,
+    counter_script,
+    find_number_expert,
+)
+
+__all__ = [
+    "CounterEnv",
+    "CounterTask",
+    "Disconnect",
+    "FakeOpenAIServer",
+    "FindNumberEnv",
+    "FindNumberTask",
+    "HTTPFault",
+    "RawBody",
+    "RecordedRequest",
+    "Slow",
+    "counter_script",
+    "disconnect",
+    "find_number_expert",
+    "http_error",
+    "malformed_body",
+    "rate_limited",
+    "slow",
+]

@@ -1,0 +1,607 @@
+"""`FakeOpenAIServer`: a loopback OpenAI-compatible chat-completions server for tests and
+benchmarks.
+
+A script `fn(messages, tools) -> reply` decides each reply, exactly like `ScriptedPolicy`
+(the same function can drive both), and faults are replies too: `http_error(500)`,
+`rate_limited(retry_after=0.01)`, `slow(2.0, reply)`, `malformed_body()`, `disconnect()`.
+Tool-call faults need no helper: `call("guess", "{not json")` is a malformed-arguments call,
+`call("no_such_tool")` an unknown tool, a plain string a text reply (or a plain-text call),
+`""` an empty reply.
+
+The server is a few hundred lines of raw asyncio HTTP/1.1 (keep-alive, Content-Length and
+chunked request bodies) so that it costs the client under test as little CPU as possible.
+It runs in a background thread (`FakeOpenAIServer(fn)`, the default, fine for tests) or in
+a child process (`process=True`, what the benchmark uses so the server does not share the
+client's core; the script must then be picklable, i.e. a module-level function).
+
+Every request is recorded (method, path, headers, JSON body) for assertions, in both modes:
+`server.requests`. It listens on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import multiprocessing
+import pickle
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentrft.messages import Message, ToolCall
+from agentrft.policy import Completion
+
+ServerReply = Any  # Completion | Message | str | ToolCall | list[ToolCall] | dict | a fault
+ServerScript = Callable[[list[Message], list[dict[str, Any]]], Any]
+
+
+# --- faults ------------------------------------------------------------------------------
+
+
+@dataclass
+class HTTPFault:
+    """Answer with an HTTP error status (and optional headers and body)."""
+
+    status: int = 500
+    message: str = "injected server error"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Slow:
+    """Wait `seconds` before sending `reply` (a slow model; a client timeout when long)."""
+
+    seconds: float
+    reply: ServerReply = "ok"
+
+
+@dataclass
+class RawBody:
+    """Send `body` verbatim with `status` (e.g. a 200 whose body is not JSON)."""
+
+    body: bytes
+    status: int = 200
+    content_type: str = "application/json"
+
+
+@dataclass
+class Disconnect:
+    """Close the connection without answering (a dropped connection)."""
+
+
+def http_error(status: int = 500, message: str = "injected server error") -> HTTPFault:
+    """An HTTP error reply: `http_error(500)`, `http_error(503)`, `http_error(400, "bad")`."""
+    return HTTPFault(status=status, message=message)
+
+
+def rate_limited(retry_after: float | None = None) -> HTTPFault:
+    """A 429, with a `Retry-After` header (seconds, may be fractional) when given."""
+    headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
+    return HTTPFault(status=429, message="rate limited (injected)", headers=headers)
+
+
+def slow(seconds: float, reply: ServerReply = "ok") -> Slow:
+    return Slow(seconds=seconds, reply=reply)
+
+
+def malformed_body(text: bytes = b'{"choices": [') -> RawBody:
+    """A 200 whose body is not valid JSON."""
+    return RawBody(body=text)
+
+
+def disconnect() -> Disconnect:
+    return Disconnect()
+
+
+# --- recording ---------------------------------------------------------------------------
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the server saw it. Header names are lower-case."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "path": self.path,
+            "headers": self.headers,
+            "body": self.body,
+        }
+
+
+# --- rendering ---------------------------------------------------------------------------
+
+
+def _approx_tokens(text: str | None) -> int:
+    return max(1, len(text) // 4) if text else 0
+
+
+class _Renderer:
+    """Turns a script reply into an OpenAI chat.completion JSON object."""
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
+        self.counter = 0
+
+    def render(self, reply: ServerReply, body: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(reply, dict):
+            return reply  # a raw response body, sent as is
+        self.counter += 1
+        completion = self._completion(reply)
+        msg = completion.message
+        message: dict[str, Any] = {"role": "assistant", "content": msg.content}
+        if msg.tool_calls:
+            calls = []
+            for i, c in enumerate(msg.tool_calls):
+                call_id = c.id or f"call_{self.counter}_{i}"
+                calls.append(
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments},
+                    }
+                )
+            message["tool_calls"] = calls
+        if msg.reasoning is not None:
+            message["reasoning_content"] = msg.reasoning
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": message,
+            "finish_reason": completion.finish_reason
+            or ("tool_calls" if msg.tool_calls else "stop"),
+        }
+        prompt_tokens = completion.prompt_tokens or sum(
+            _approx_tokens(m.get("content") if isinstance(m, dict) else None)
+            for m in body.get("messages", [])
+        )
+        completion_tokens = completion.completion_tokens or _approx_tokens(
+            (msg.content or "") + "".join(c.arguments for c in msg.tool_calls or [])
+        )
+        out: dict[str, Any] = {
+            "id": f"chatcmpl-fake-{self.counter}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", self.model_name),
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+        # vLLM's shapes: `return_token_ids` puts ids at the top level and on the choice;
+        # `logprobs` gives one entry per sampled token.
+        if completion.prompt_token_ids is not None:
+            out["prompt_token_ids"] = completion.prompt_token_ids
+        if completion.completion_token_ids is not None:
+            choice["token_ids"] = completion.completion_token_ids
+        if completion.logprobs is not None:
+            ids = completion.completion_token_ids or [0] * len(completion.logprobs)
+            choice["logprobs"] = {
+                "content": [
+                    {"token": f"token_id:{t}", "logprob": lp, "bytes": None, "top_logprobs": []}
+                    for t, lp in zip(ids, completion.logprobs, strict=False)
+                ]
+            }
+        return out
+
+    @staticmethod
+    def _completion(reply: ServerReply) -> Completion:
+        if isinstance(reply, Completion):
+            return reply
+        if isinstance(reply, Message):
+            return Completion(message=reply)
+        if reply is None:
+            return Completion(message=Message(role="assistant", content=None))
+        if isinstance(reply, str):
+            return Completion(message=Message(role="assistant", content=reply))
+        if isinstance(reply, ToolCall):
+            reply = [reply]
+        if isinstance(reply, list | tuple) and all(isinstance(c, ToolCall) for c in reply):
+            return Completion(message=Message(role="assistant", tool_calls=list(reply) or None))
+        raise TypeError(
+            f"the fake server's script returned {type(reply).__name__}; expected a str, "
+            "ToolCall, list of ToolCall, Message, Completion, dict, or a fault"
+        )
+
+
+# --- the asyncio HTTP server -------------------------------------------------------------
+
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    408: "Request Timeout",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+
+
+@dataclass
+class _Config:
+    script: ServerScript
+    latency_s: float
+    model_name: str
+    record: bool
+    parse_messages: bool
+
+
+class _Core:
+    """The server proper; lives on one event loop (a thread's or a child process's)."""
+
+    def __init__(self, cfg: _Config) -> None:
+        self.cfg = cfg
+        self.renderer = _Renderer(cfg.model_name)
+        self.requests: list[RecordedRequest] = []
+        self.server: asyncio.base_events.Server | None = None
+        self.port = 0
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def start(self, port: int = 0) -> int:
+        self.server = await asyncio.start_server(
+            self._connection, "127.0.0.1", port, limit=1 << 20, backlog=1024
+        )
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self.port
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            # Closing idle keep-alive connections lets their handlers end on EOF.
+            for w in list(self._writers):
+                w.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.server.wait_closed(), 1.0)
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+                    return
+                lines = head[:-4].decode("latin-1").split("\r\n")
+                method, path, version = [*lines[0].split(" ", 2), "", ""][:3]
+                headers: dict[str, str] = {}
+                for line in lines[1:]:
+                    name, _, value = line.partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                if headers.get("transfer-encoding", "").lower() == "chunked":
+                    raw = await _read_chunked(reader)
+                else:
+                    raw = await reader.readexactly(int(headers.get("content-length") or 0))
+                keep_alive = version == "HTTP/1.1" and headers.get("connection", "") != "close"
+                response = await self._respond(method, path, headers, raw)
+                if response is None:  # Disconnect
+                    return
+                writer.write(response)
+                await writer.drain()
+                if not keep_alive:
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        except asyncio.CancelledError:  # server shutdown: end quietly (top-level handler)
+            return
+        finally:
+            self._writers.discard(writer)
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _respond(
+        self, method: str, path: str, headers: dict[str, str], raw: bytes
+    ) -> bytes | None:
+        route = path.split("?", 1)[0]
+        if route.startswith("/_fake/"):
+            return self._control(method, route)
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            return _http(400, _error_body("request body is not JSON", "invalid_request_error"))
+        if self.cfg.record:
+            self.requests.append(RecordedRequest(method, path, headers, body))
+        if method == "GET" and route.endswith("/models"):
+            data = {"object": "list", "data": [{"id": self.cfg.model_name, "object": "model"}]}
+            return _http(200, json.dumps(data).encode())
+        if method != "POST" or not route.endswith("/chat/completions"):
+            return _http(404, _error_body(f"no route {method} {route}", "not_found"))
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return _http(400, _error_body("body needs a 'messages' list", "invalid_request_error"))
+        if body.get("stream"):
+            return _http(400, _error_body("the fake server does not stream", "invalid_request"))
+        if self.cfg.latency_s > 0:
+            await asyncio.sleep(self.cfg.latency_s)
+        try:
+            messages: Any = body["messages"]
+            if self.cfg.parse_messages:
+                messages = [Message.model_validate(_from_openai(m)) for m in messages]
+            reply = self.cfg.script(messages, body.get("tools") or [])
+            if inspect.isawaitable(reply):
+                reply = await reply
+            while isinstance(reply, Slow):
+                await asyncio.sleep(reply.seconds)
+                reply = reply.reply
+            if isinstance(reply, Disconnect):
+                return None
+            if isinstance(reply, HTTPFault):
+                return _http(
+                    reply.status, _error_body(reply.message, "injected"), extra=reply.headers
+                )
+            if isinstance(reply, RawBody):
+                return _http(reply.status, reply.body, content_type=reply.content_type)
+            out = self.renderer.render(reply, body)
+        except Exception as exc:  # a script bug shows up as a readable 500
+            return _http(500, _error_body(f"script raised {type(exc).__name__}: {exc}", "script"))
+        return _http(200, json.dumps(out).encode())
+
+    def _control(self, method: str, route: str) -> bytes:
+        if route == "/_fake/requests":
+            data = json.dumps([r.to_json() for r in self.requests]).encode()
+            return _http(200, data)
+        if route == "/_fake/clear" and method == "POST":
+            self.requests.clear()
+            return _http(200, b"{}")
+        return _http(404, _error_body(f"no control route {route}", "not_found"))
+
+
+def _from_openai(m: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI message dict in `Message` field names (tool calls flattened)."""
+    out = dict(m)
+    calls = out.get("tool_calls")
+    if calls:
+        out["tool_calls"] = [
+            {
+                "id": c.get("id", ""),
+                "name": c.get("function", {}).get("name", ""),
+                "arguments": c.get("function", {}).get("arguments", "{}"),
+            }
+            for c in calls
+        ]
+    if isinstance(out.get("content"), list):  # content parts: keep the text
+        out["content"] = "".join(p.get("text", "") for p in out["content"] if isinstance(p, dict))
+    if "reasoning_content" in out and "reasoning" not in out:
+        out["reasoning"] = out.pop("reasoning_content")
+    return {k: v for k, v in out.items() if k in Message.model_fields}
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    parts = []
+    while True:
+        size_line = await reader.readline()
+        size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+        if size == 0:
+            await reader.readline()  # the blank line after the last chunk (no trailers)
+            return b"".join(parts)
+        parts.append(await reader.readexactly(size))
+        await reader.readexactly(2)
+
+
+def _error_body(message: str, type_: str) -> bytes:
+    return json.dumps({"error": {"message": message, "type": type_, "code": None}}).encode()
+
+
+def _http(
+    status: int,
+    body: bytes,
+    *,
+    content_type: str = "application/json",
+    extra: dict[str, str] | None = None,
+) -> bytes:
+    head = [
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+        f"content-type: {content_type}",
+        f"content-length: {len(body)}",
+    ]
+    for k, v in (extra or {}).items():
+        head.append(f"{k}: {v}")
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+# --- the public handle -------------------------------------------------------------------
+
+
+class FakeOpenAIServer:
+    """A loopback OpenAI-compatible server driven by `script(messages, tools) -> reply`.
+
+    >>> with FakeOpenAIServer(lambda messages, tools: "hello") as server:
+    ...     policy = OpenAIPolicy(model="fake", base_url=server.base_url)
+
+    Args:
+        script: called once per chat-completions request with the conversation (as
+            `Message`s, or raw dicts with `parse_messages=False`) and the tool schemas;
+            returns a reply or a fault (see the module docstring). May be async.
+        latency_s: added to every chat-completions reply (a model's think time); requests
+            wait concurrently, so 64 requests at 50 ms take 50 ms, not 3.2 s.
+        process: run in a child process (the script must be picklable).
+        record: keep every request for `requests` (turn off for long benchmarks).
+        parse_messages: hand the script `Message` objects (True) or the raw JSON dicts.
+        model_name: reported by `/v1/models` and in replies when the request names none.
+        port: 0 picks a free port.
+    """
+
+    def __init__(
+        self,
+        script: ServerScript,
+        *,
+        latency_s: float = 0.0,
+        process: bool = False,
+        record: bool = True,
+        parse_messages: bool = True,
+        model_name: str = "fake-model",
+        port: int = 0,
+    ) -> None:
+        self._cfg = _Config(script, latency_s, model_name, record, parse_messages)
+        self.process = process
+        self._want_port = port
+        self.port: int | None = None
+        self._core: _Core | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._proc: Any = None
+        self._parent_conn: Any = None
+
+    # lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> FakeOpenAIServer:
+        """Start serving; returns once the port is open."""
+        if self.port is not None:
+            return self
+        if self.process:
+            self._start_process()
+        else:
+            self._start_thread()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; safe to call twice."""
+        if self._thread is not None and self._loop is not None and self._core is not None:
+            fut = asyncio.run_coroutine_threadsafe(self._core.close(), self._loop)
+            with contextlib.suppress(Exception):
+                fut.result(timeout=2.0)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5.0)
+            self._thread = None
+        if self._proc is not None:
+            with contextlib.suppress(Exception):
+                self._parent_conn.send("stop")
+            self._proc.join(timeout=5.0)
+            if self._proc.is_alive():
+                self._proc.terminate()
+                self._proc.join(timeout=5.0)
+            self._proc = None
+        self.port = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _start_thread(self) -> None:
+        ready = threading.Event()
+        error: list[BaseException] = []
+        self._loop = asyncio.new_event_loop()
+        self._core = _Core(self._cfg)
+
+        def run() -> None:
+            assert self._loop is not None and self._core is not None
+            asyncio.set_event_loop(self._loop)
+            try:
+                self.port = self._loop.run_until_complete(self._core.start(self._want_port))
+            except BaseException as exc:
+                error.append(exc)
+                ready.set()
+                return
+            ready.set()
+            self._loop.run_forever()
+            self._loop.close()
+
+        self._thread = threading.Thread(target=run, name="FakeOpenAIServer", daemon=True)
+        self._thread.start()
+        ready.wait(timeout=10.0)
+        if error:
+            self._thread = None
+            raise RuntimeError(f"FakeOpenAIServer could not start: {error[0]}") from error[0]
+
+    def _start_process(self) -> None:
+        try:
+            pickle.dumps(self._cfg.script)
+        except Exception as exc:
+            raise TypeError(
+                "FakeOpenAIServer(process=True) needs a picklable script (a module-level "
+                f"function or callable object); got {self._cfg.script!r}: {exc}"
+            ) from None
+        ctx = multiprocessing.get_context("spawn")  # fork is unsafe once threads exist
+        self._parent_conn, child_conn = ctx.Pipe()
+        self._proc = ctx.Process(
+            target=_serve_in_process,
+            args=(self._cfg, self._want_port, child_conn),
+            name="FakeOpenAIServer",
+            daemon=True,
+        )
+        self._proc.start()
+        if not self._parent_conn.poll(30.0):
+            self.stop()
+            raise RuntimeError("FakeOpenAIServer child process did not start within 30 s")
+        msg = self._parent_conn.recv()
+        if isinstance(msg, str):
+            self.stop()
+            raise RuntimeError(f"FakeOpenAIServer child process failed: {msg}")
+        self.port = int(msg)
+
+    # addresses and records ---------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """`http://127.0.0.1:PORT` (no path)."""
+        if self.port is None:
+            raise RuntimeError("FakeOpenAIServer is not running; use it as a context manager")
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL, `http://127.0.0.1:PORT/v1`."""
+        return self.url + "/v1"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, in order of arrival."""
+        if self._core is not None and not self.process:
+            return list(self._core.requests)
+        with urllib.request.urlopen(self.url + "/_fake/requests", timeout=10) as resp:
+            return [RecordedRequest(**r) for r in json.loads(resp.read())]
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        """The chat-completions requests only."""
+        return [r for r in self.requests if r.path.split("?")[0].endswith("/chat/completions")]
+
+    def clear(self) -> None:
+        """Forget the recorded requests."""
+        if self._core is not None and not self.process:
+            self._core.requests.clear()
+            return
+        req = urllib.request.Request(self.url + "/_fake/clear", data=b"", method="POST")
+        with urllib.request.urlopen(req, timeout=10):
+            pass
+
+
+def _serve_in_process(cfg: _Config, port: int, conn: Any) -> None:
+    """Child-process entry: serve until the parent says stop (or goes away)."""
+
+    async def main() -> None:
+        core = _Core(cfg)
+        try:
+            bound = await core.start(port)
+        except BaseException as exc:
+            conn.send(f"{type(exc).__name__}: {exc}")
+            return
+        conn.send(bound)
+        loop = asyncio.get_running_loop()
+        # Block on the pipe in a worker thread: EOF (parent died) or "stop" ends the server.
+        with contextlib.suppress(Exception):
+            await loop.run_in_executor(None, conn.recv)
+        await core.close()
+
+    asyncio.run(main())
