@@ -1,0 +1,249 @@
+"""Token-exact multi-turn chat over a `TokenSampler`.
+
+Re-tokenizing decoded text changes ids ("BPE is not a bijection"), so an episode keeps its
+ids end to end: turn 1 renders the chat template (with the tools) to ids; every later turn
+is `previous prompt + sampled ids + suffix`, where the suffix is exactly what the template
+adds for the tool / user messages and the next assistant header. Training then sees the
+very ids that were sampled.
+
+Tool calls are parsed from the completion text in the Hermes/Qwen form
+`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (several per reply); a call whose
+JSON is malformed is kept with its raw text so the agent loop reports it to the model.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import re
+from typing import Any
+
+from agentrft.backends.local.sampler import TokenSampler
+from agentrft.messages import Message, ToolCall
+from agentrft.policy import Completion, Policy, PolicyError, Sampling
+
+log = logging.getLogger(__name__)
+
+_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+_NAME = re.compile(r'"name"\s*:\s*"([^"]*)"')
+_ARGS = re.compile(r'"arguments"\s*:\s*(.*?)\}?\s*$', re.DOTALL)
+
+
+def parse_tool_calls(text: str, *, id_prefix: str = "call") -> tuple[str, list[ToolCall]]:
+    """Split a reply into its free text and its `<tool_call>` blocks.
+
+    Returns `(content, calls)`; `content` is the text outside the blocks, stripped. A block
+    that is not valid JSON becomes a call with the name found by pattern (or "") and the raw
+    arguments text, so the loop answers "malformed JSON" instead of silently dropping it.
+    An unterminated `<tool_call>` at the end stays in the content (it is not a call).
+    """
+    calls: list[ToolCall] = []
+    for i, match in enumerate(_TOOL_CALL.finditer(text)):
+        body = match.group(1).strip()
+        call_id = f"{id_prefix}_{i}"
+        try:
+            data = json.loads(body)
+        except json.JSONDecodeError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            args = data.get("arguments", data.get("parameters", {}))
+            arguments = args if isinstance(args, str) else json.dumps(args)
+            calls.append(ToolCall(id=call_id, name=data["name"], arguments=arguments))
+            continue
+        name = _NAME.search(body)
+        args_match = _ARGS.search(body)
+        raw_args = args_match.group(1).strip() if args_match else body
+        calls.append(ToolCall(id=call_id, name=name.group(1) if name else "", arguments=raw_args))
+    content = _TOOL_CALL.sub("", text).strip()
+    return content, calls
+
+
+class ChatTokenizer:
+    """A Hugging Face tokenizer plus its chat template, seen as ids.
+
+    `end_of_turn_ids` are the ids that close an assistant turn (the sampler's stop ids).
+    """
+
+    def __init__(self, tokenizer: Any) -> None:
+        if not getattr(tokenizer, "chat_template", None):
+            raise ValueError(
+                "the tokenizer has no chat_template; the local backend needs a chat model "
+                "(or set tokenizer.chat_template)"
+            )
+        self.tokenizer = tokenizer
+        ids: set[int] = set()
+        for tok in ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>"):
+            tid = tokenizer.convert_tokens_to_ids(tok)
+            if isinstance(tid, int) and tid >= 0 and tid != tokenizer.unk_token_id:
+                ids.add(tid)
+        if tokenizer.eos_token_id is not None:
+            ids.add(int(tokenizer.eos_token_id))
+        if not ids:
+            raise ValueError("the tokenizer has neither an eos token nor a known end-of-turn token")
+        self.end_of_turn_ids: frozenset[int] = frozenset(ids)
+        # The id to close a turn that was cut off (the template's own end-of-turn token).
+        self.end_of_turn_id = next(
+            (i for i in (tokenizer.convert_tokens_to_ids("<|im_end|>"),) if i in ids),
+            int(tokenizer.eos_token_id) if tokenizer.eos_token_id is not None else min(ids),
+        )
+
+    def render(
+        self,
+        messages: list[Message] | list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        add_generation_prompt: bool,
+    ) -> list[int]:
+        dicts = [m.to_openai() if isinstance(m, Message) else m for m in messages]
+        text = self.tokenizer.apply_chat_template(
+            dicts, tools=tools or None, tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+        return self.encode(text)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+    def strip_end_of_turn(self, ids: list[int]) -> list[int]:
+        return ids[:-1] if ids and ids[-1] in self.end_of_turn_ids else ids
+
+    def turn_suffix(
+        self,
+        history: list[Message],
+        new_messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+    ) -> tuple[list[int], bool]:
+        """Ids the template adds after the last assistant turn's end-of-turn token.
+
+        `history` ends with that assistant message. Returns `(suffix, prefix_preserving)`;
+        when the template re-renders earlier turns differently once more messages follow
+        (not prefix-preserving), the suffix comes from a neutral stand-in conversation.
+        """
+        before = self.render(history, tools, add_generation_prompt=False)
+        after = self.render([*history, *new_messages], tools, add_generation_prompt=True)
+        cut = _last_index(before, self.end_of_turn_ids)
+        if cut is not None and after[: cut + 1] == before[: cut + 1]:
+            return after[cut + 1 :], True
+        stand_in = [Message(role="user", content="."), Message(role="assistant", content=".")]
+        before = self.render(stand_in, tools, add_generation_prompt=False)
+        after = self.render([*stand_in, *new_messages], tools, add_generation_prompt=True)
+        cut = _last_index(before, self.end_of_turn_ids)
+        if cut is None or after[: cut + 1] != before[: cut + 1]:
+            raise PolicyError(
+                "the chat template does not render a conversation as a prefix of its "
+                "continuation; token-exact multi-turn is impossible with it",
+                kind="policy_error",
+            )
+        return after[cut + 1 :], False
+
+
+def _last_index(ids: list[int], targets: frozenset[int]) -> int | None:
+    for i in range(len(ids) - 1, -1, -1):
+        if ids[i] in targets:
+            return i
+    return None
+
+
+class TokenPolicy(Policy):
+    """A `Policy` over a `TokenSampler`; `session()` gives the per-episode token state.
+
+    `adapter` names the LoRA adapter every request goes to (None: the base model); the
+    trainer swaps it after each weight sync. `seed` makes sampling reproducible: episode
+    `k` (in `session()` order) turn `t` samples with seed `seed + 1000 * k + t`.
+    """
+
+    name = "local"
+
+    def __init__(
+        self,
+        sampler: TokenSampler,
+        tokenizer: ChatTokenizer | Any,
+        *,
+        adapter: str | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.sampler = sampler
+        self.chat = tokenizer if isinstance(tokenizer, ChatTokenizer) else ChatTokenizer(tokenizer)
+        self.adapter = adapter
+        self.seed = seed
+        self._sessions = itertools.count()
+        self.warned_not_prefix_preserving = False
+
+    def reseed(self, seed: int | None) -> None:
+        """Restart the episode counter with a new base seed (one per training step)."""
+        self.seed = seed
+        self._sessions = itertools.count()
+
+    def session(self) -> TokenSession:
+        k = next(self._sessions)
+        return TokenSession(self, None if self.seed is None else self.seed + 1000 * k)
+
+    async def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+    ) -> Completion:
+        # Without a session there is no id history: a one-shot turn rendered from messages.
+        return await self.session().complete(messages, tools, sampling)
+
+
+class TokenSession(Policy):
+    """One episode's token state: the prompt ids and sampled ids of the last turn."""
+
+    name = "local"
+
+    def __init__(self, parent: TokenPolicy, seed: int | None) -> None:
+        self.parent = parent
+        self.seed = seed
+        self._turn = 0
+        self._prompt: list[int] | None = None
+        self._completion: list[int] = []
+        self._history_len = 0  # messages seen up to and including our last reply
+
+    async def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+    ) -> Completion:
+        chat = self.parent.chat
+        if self._prompt is None:
+            prompt = chat.render(messages, tools, add_generation_prompt=True)
+        else:
+            history, new = messages[: self._history_len], messages[self._history_len :]
+            suffix, preserving = chat.turn_suffix(history, new, tools)
+            if not preserving and not self.parent.warned_not_prefix_preserving:
+                self.parent.warned_not_prefix_preserving = True
+                log.warning(
+                    "THE CHAT TEMPLATE IS NOT PREFIX-PRESERVING: re-rendering the conversation "
+                    "changes earlier turns. Training keeps the sampled ids (token-exact), but "
+                    "a server that re-renders chats will show the model different context."
+                )
+            closed = self._completion
+            if not closed or closed[-1] not in chat.end_of_turn_ids:
+                closed = [*closed, chat.end_of_turn_id]  # a cut-off turn: close it (masked)
+            prompt = [*self._prompt, *closed, *suffix]
+
+        seed = None if self.seed is None else self.seed + self._turn
+        if seed is not None:
+            sampling = sampling.model_copy(update={"seed": seed})
+        gen = await self.parent.sampler.generate(prompt, sampling, adapter=self.parent.adapter)
+        self._turn += 1
+        self._prompt = prompt
+        self._completion = list(gen.token_ids)
+
+        text = chat.decode(chat.strip_end_of_turn(gen.token_ids))
+        content, calls = parse_tool_calls(text, id_prefix=f"call_{self._turn}")
+        message = Message(role="assistant", content=content or None, tool_calls=calls or None)
+        self._history_len = len(messages) + 1  # the loop appends `message` next
+        if gen.finish_reason == "length":
+            finish = "length"
+        else:
+            finish = "tool_calls" if calls else "stop"
+        return Completion(
+            message=message,
+            finish_reason=finish,
+            prompt_token_ids=prompt,
+            completion_token_ids=list(gen.token_ids),
+            logprobs=list(gen.logprobs),
+            prompt_tokens=len(prompt),
+            completion_tokens=len(gen.token_ids),
+        )

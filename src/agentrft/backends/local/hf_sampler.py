@@ -1,0 +1,293 @@
+"""A Hugging Face transformers sampler behind `TokenSampler` (the CPU path, vLLM's stand-in).
+
+Concurrent `generate` calls are gathered into batches: every episode of a step asks for
+its next turn at about the same time, so one left-padded forward with a KV cache serves
+them all. Requests for different adapters never share a batch (the vLLM trap of an
+adapter leaking into base requests cannot happen here either). Each row samples with its
+own seeded generator, so results do not depend on which batch a request landed in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentrft.backends.local.sampler import Generation, SamplerError
+from agentrft.policy import Sampling
+
+
+@dataclass
+class _Request:
+    prompt_ids: list[int]
+    sampling: Sampling
+    adapter: str | None
+    future: asyncio.Future[Generation] = field(repr=False)
+
+
+class HFSampler:
+    """Samples with a transformers causal LM; PEFT adapters are loaded by name.
+
+    `stop_ids` end a turn (default: the tokenizer's eos and `<|im_end|>`-style ids).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        stop_ids: set[int] | frozenset[int] | None = None,
+        max_batch_size: int = 64,
+        seed: int = 0,
+    ) -> None:
+        import torch
+
+        from agentrft.backends.local.chat_tokens import ChatTokenizer
+
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.stop_ids = frozenset(stop_ids or ChatTokenizer(tokenizer).end_of_turn_ids)
+        self.pad_id = (
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.stop_ids)
+        )
+        self.max_batch_size = max_batch_size
+        self.max_positions = int(getattr(model.config, "max_position_embeddings", 1 << 30))
+        self.adapters: dict[str, str] = {}
+        self._generator = torch.Generator().manual_seed(seed)
+        self._lock = threading.Lock()  # model use vs adapter swaps (both run in threads)
+        self._queue: asyncio.Queue[_Request] | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.batches = 0  # batches run (for tests and the live view)
+        self.generated_tokens = 0
+
+    @classmethod
+    def from_pretrained(
+        cls, path: str | Path, *, device: str = "cpu", dtype: str = "auto", **kwargs: Any
+    ) -> HFSampler:
+        from agentrft.backends.local.trainer import load_model_and_tokenizer
+
+        model, tokenizer = load_model_and_tokenizer(str(path), device=device, dtype=dtype)
+        return cls(model, tokenizer, **kwargs)
+
+    # -- TokenSampler -------------------------------------------------------------------
+
+    async def generate(
+        self, prompt_ids: list[int], sampling: Sampling, *, adapter: str | None = None
+    ) -> Generation:
+        if not prompt_ids:
+            raise SamplerError("generate() needs a non-empty prompt")
+        if adapter is not None and adapter not in self.adapters:
+            raise SamplerError(
+                f"adapter {adapter!r} is not loaded; loaded: {', '.join(self.adapters) or 'none'}"
+            )
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._worker is None or self._worker.done():
+            self._loop = loop
+            self._queue = asyncio.Queue()
+            self._worker = loop.create_task(self._serve())
+        assert self._queue is not None
+        fut: asyncio.Future[Generation] = loop.create_future()
+        self._queue.put_nowait(_Request(list(prompt_ids), sampling, adapter, fut))
+        return await fut
+
+    async def load_adapter(self, name: str, path: str) -> None:
+        if not (Path(path) / "adapter_config.json").is_file():
+            raise SamplerError(f"{path} is not a PEFT adapter directory (no adapter_config.json)")
+        await asyncio.to_thread(self._load_adapter, name, str(path))
+
+    async def unload_adapter(self, name: str) -> None:
+        await asyncio.to_thread(self._unload_adapter, name)
+
+    async def aclose(self) -> None:
+        if self._worker is not None and not self._worker.done():
+            self._worker.cancel()
+            try:
+                await self._worker
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._worker = None
+
+    # -- adapters -----------------------------------------------------------------------
+
+    def _load_adapter(self, name: str, path: str) -> None:
+        from peft import PeftModel
+
+        with self._lock:
+            if name in self.adapters:
+                self.model.delete_adapter(name)
+                del self.adapters[name]
+            if isinstance(self.model, PeftModel):
+                self.model.load_adapter(path, adapter_name=name)
+            else:
+                self.model = PeftModel.from_pretrained(self.model, path, adapter_name=name)
+            self.model.eval()
+            self.adapters[name] = path
+
+    def _unload_adapter(self, name: str) -> None:
+        with self._lock:
+            if name not in self.adapters:
+                return
+            del self.adapters[name]
+            if self.adapters:
+                if self.model.active_adapter == name:
+                    self.model.set_adapter(next(iter(self.adapters)))
+                self.model.delete_adapter(name)
+            else:  # the last one: back to the plain base model
+                self.model = self.model.unload()
+
+    # -- batching -----------------------------------------------------------------------
+
+    async def _serve(self) -> None:
+        assert self._queue is not None
+        queue = self._queue
+        while True:
+            first = await queue.get()
+            # Let every episode that is about to ask (same step, same turn) join this batch.
+            stable = 0
+            while stable < 8:
+                n = queue.qsize()
+                await asyncio.sleep(0)
+                stable = stable + 1 if queue.qsize() == n else 0
+            pending = [first]
+            while not queue.empty():
+                pending.append(queue.get_nowait())
+            groups: dict[str | None, list[_Request]] = {}
+            for req in pending:
+                groups.setdefault(req.adapter, []).append(req)
+            for adapter, reqs in groups.items():
+                for i in range(0, len(reqs), self.max_batch_size):
+                    chunk = [r for r in reqs[i : i + self.max_batch_size] if not r.future.done()]
+                    if not chunk:
+                        continue
+                    try:
+                        outs = await asyncio.to_thread(self._generate_batch, chunk, adapter)
+                    except Exception as exc:
+                        for r in chunk:
+                            if not r.future.done():
+                                r.future.set_exception(
+                                    SamplerError(f"generation failed: {type(exc).__name__}: {exc}")
+                                )
+                        continue
+                    for r, out in zip(chunk, outs):
+                        if not r.future.done():
+                            r.future.set_result(out)
+
+    def _generate_batch(self, reqs: list[_Request], adapter: str | None) -> list[Generation]:
+        import contextlib
+
+        import torch
+
+        with self._lock, torch.inference_mode():
+            model = self.model
+            if adapter is None:
+                ctx = (
+                    model.disable_adapter()
+                    if hasattr(model, "disable_adapter") and self.adapters
+                    else contextlib.nullcontext()
+                )
+            else:
+                if adapter not in self.adapters:
+                    raise SamplerError(f"adapter {adapter!r} was unloaded")
+                model.set_adapter(adapter)
+                ctx = contextlib.nullcontext()
+            with ctx:
+                outs = self._decode_loop(model, reqs)
+        self.batches += 1
+        self.generated_tokens += sum(len(o.token_ids) for o in outs)
+        return outs
+
+    def _decode_loop(self, model: Any, reqs: list[_Request]) -> list[Generation]:
+        import inspect
+
+        import torch
+        from transformers import DynamicCache
+
+        device = next(model.parameters()).device
+        n = len(reqs)
+        lens = [len(r.prompt_ids) for r in reqs]
+        width = max(lens)
+        budgets = [
+            max(0, min(r.sampling.max_tokens, self.max_positions - ln)) for r, ln in zip(reqs, lens)
+        ]
+        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((n, width), dtype=torch.long)
+        for i, r in enumerate(reqs):
+            ids[i, width - lens[i] :] = torch.tensor(r.prompt_ids)
+            mask[i, width - lens[i] :] = 1
+        gens = [
+            torch.Generator().manual_seed(r.sampling.seed)
+            if r.sampling.seed is not None
+            else self._generator
+            for r in reqs
+        ]
+        out_ids: list[list[int]] = [[] for _ in reqs]
+        out_lp: list[list[float]] = [[] for _ in reqs]
+        finish: list[str | None] = ["length" if b == 0 else None for b in budgets]
+        ids, mask = ids.to(device), mask.to(device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        cache = DynamicCache()
+        # transformers renamed `past_key_values` to `cache` (5.2x); accept both versions.
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        params = inspect.signature(base.forward).parameters
+        cache_kw = "cache" if "cache" in params else "past_key_values"
+        step_input, step_pos = ids, positions
+        for _ in range(max(budgets, default=0)):
+            logits = model(
+                input_ids=step_input,
+                attention_mask=mask,
+                position_ids=step_pos,
+                use_cache=True,
+                **{cache_kw: cache},
+            ).logits[:, -1, :]
+            logits = logits.float().cpu()
+            next_tokens = torch.full((n,), self.pad_id, dtype=torch.long)
+            for i, r in enumerate(reqs):
+                if finish[i] is not None:
+                    continue
+                tok, lp = _sample_row(logits[i], r.sampling, gens[i])
+                next_tokens[i] = tok
+                out_ids[i].append(tok)
+                out_lp[i].append(lp)
+                if tok in self.stop_ids or (
+                    r.sampling.stop and _hits_stop(self.tokenizer, out_ids[i], r.sampling.stop)
+                ):
+                    finish[i] = "stop"
+                elif len(out_ids[i]) >= budgets[i]:
+                    finish[i] = "length"
+            if all(f is not None for f in finish):
+                break
+            step_input = next_tokens.view(n, 1).to(device)
+            step_pos = step_pos[:, -1:] + 1
+            mask = torch.cat([mask, torch.ones((n, 1), dtype=mask.dtype, device=device)], dim=1)
+        return [
+            Generation(token_ids=t, logprobs=lp, finish_reason=f or "length")  # type: ignore[arg-type]
+            for t, lp, f in zip(out_ids, out_lp, finish)
+        ]
+
+
+def _sample_row(logits: Any, sampling: Sampling, generator: Any) -> tuple[int, float]:
+    """Sample one id; its logprob is under the temperature-scaled distribution (pre top-p)."""
+    import torch
+
+    if sampling.temperature <= 0:
+        logp = torch.log_softmax(logits, dim=-1)
+        tok = int(torch.argmax(logits))
+        return tok, float(logp[tok])
+    logp = torch.log_softmax(logits / sampling.temperature, dim=-1)
+    probs = logp.exp()
+    if sampling.top_p < 1.0:
+        sorted_p, order = torch.sort(probs, descending=True)
+        keep = sorted_p.cumsum(-1) - sorted_p < sampling.top_p
+        filtered = torch.zeros_like(probs)
+        filtered[order[keep]] = sorted_p[keep]
+        probs = filtered
+    tok = int(torch.multinomial(probs, 1, generator=generator))
+    return tok, float(logp[tok])
+
+
+def _hits_stop(tokenizer: Any, ids: list[int], stops: list[str]) -> bool:
+    tail = tokenizer.decode(ids[-16:], skip_special_tokens=False)
+    return any(s in tail for s in stops)

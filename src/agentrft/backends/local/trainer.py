@@ -1,0 +1,272 @@
+"""The policy update: transformers + PEFT LoRA + AdamW, gradient accumulation, own logprobs.
+
+The trainer recomputes every token's logprob itself (at the sampling temperature) rather
+than trusting the sampler's numbers; the sampler's are kept only to report the mismatch.
+Loss masks = completion mask x assistant-token mask: only ids the policy sampled train.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentrft.backends.local.loss import LossInputs, LossSettings, StepScale, policy_loss
+
+
+@dataclass
+class TrainSequence:
+    """One training sequence: a whole episode as one token stream."""
+
+    token_ids: list[int]
+    #: 1 for ids the policy sampled (trained), 0 for prompt, tool replies, template tokens.
+    mask: list[int]
+    advantage: float = 0.0
+    #: The sampler's logprob for each id (0.0 where mask is 0); diagnostics only.
+    sampler_logprobs: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if len(self.mask) != len(self.token_ids):
+            raise ValueError("mask and token_ids differ in length")
+
+
+def resolve_device(device: str = "auto") -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def resolve_dtype(dtype: str, device: str) -> Any:
+    import torch
+
+    if dtype == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+
+
+def load_model_and_tokenizer(path: str, *, device: str = "auto", dtype: str = "auto"):
+    """Load a causal LM and its tokenizer from a directory or model id (no hub for tiny)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    device = resolve_device(device)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=resolve_dtype(dtype, device))
+    return model.to(device), tokenizer
+
+
+def sequence_logprobs(model: Any, batch: list[TrainSequence], temperature: float, pad_id: int):
+    """Logprob of each next token, (B, T-1), for right-padded `batch`; and the (B, T-1) mask."""
+    import torch
+
+    device = next(model.parameters()).device
+    width = max(len(s.token_ids) for s in batch)
+    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(batch), width), dtype=torch.long)
+    mask = torch.zeros((len(batch), width), dtype=torch.float32)
+    for i, s in enumerate(batch):
+        n = len(s.token_ids)
+        ids[i, :n] = torch.tensor(s.token_ids)
+        attn[i, :n] = 1
+        mask[i, :n] = torch.tensor(s.mask, dtype=torch.float32)
+    ids, attn, mask = ids.to(device), attn.to(device), mask.to(device)
+    logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1, :].float()
+    if temperature > 0:
+        logits = logits / temperature
+    targets = ids[:, 1:]
+    # log_softmax via logsumexp keeps one (B, T, V) tensor alive instead of two.
+    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    logp = picked - torch.logsumexp(logits, dim=-1)
+    return logp, mask[:, 1:]
+
+
+class LoRATrainer:
+    """A PEFT LoRA policy with its AdamW optimizer; `step()` is one optimizer step."""
+
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        lora_rank: int = 32,
+        lora_alpha: int = 64,
+        target_modules: list[str] | str = "all-linear",
+        lora_dropout: float = 0.0,
+        learning_rate: float = 4e-5,
+        adam_betas: tuple[float, float] = (0.9, 0.999),
+        weight_decay: float = 0.0,
+        max_grad_norm: float = 1.0,
+        micro_batch_size: int = 8,
+        temperature: float = 1.0,
+        loss: LossSettings | None = None,
+        max_completion_length: int = 1024,
+        device: str = "auto",
+        dtype: str = "auto",
+        adapter_path: str | None = None,
+        seed: int = 0,
+    ) -> None:
+        import torch
+        from peft import LoraConfig, PeftModel, get_peft_model
+
+        torch.manual_seed(seed)
+        self.device = resolve_device(device)
+        base, self.tokenizer = load_model_and_tokenizer(model_path, device=self.device, dtype=dtype)
+        if adapter_path:
+            self.model = PeftModel.from_pretrained(base, adapter_path, is_trainable=True)
+        else:
+            lora = LoraConfig(
+                r=lora_rank,
+                lora_alpha=lora_alpha,
+                target_modules=target_modules,
+                lora_dropout=lora_dropout,
+                bias="none",
+                task_type="CAUSAL_LM",
+            )
+            self.model = get_peft_model(base, lora)
+        self.model.train()
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(
+            params, lr=learning_rate, betas=adam_betas, weight_decay=weight_decay
+        )
+        self.max_grad_norm = max_grad_norm
+        self.micro_batch_size = micro_batch_size
+        self.temperature = temperature
+        self.loss = loss or LossSettings()
+        self.max_completion_length = max_completion_length
+        self.pad_id = (
+            self.tokenizer.pad_token_id
+            if self.tokenizer.pad_token_id is not None
+            else self.tokenizer.eos_token_id
+        )
+        self.steps_done = 0
+
+    @property
+    def trainable_parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+
+    def step(self, sequences: list[TrainSequence]) -> dict[str, float]:
+        """One optimizer step over `sequences` (micro-batched); returns metrics."""
+        import torch
+
+        trained = [s for s in sequences if any(s.mask)]
+        metrics: dict[str, float] = {"loss": 0.0, "sequences": float(len(trained))}
+        if not trained:
+            metrics["skipped"] = 1.0
+            return metrics
+        scale = StepScale(
+            tokens=sum(sum(s.mask) for s in trained),
+            sequences=len(trained),
+            max_completion_length=self.max_completion_length,
+        )
+        # Long sequences together: less padding per micro-batch.
+        order = sorted(range(len(trained)), key=lambda i: -len(trained[i].token_ids))
+        self.optimizer.zero_grad(set_to_none=True)
+        mismatch, mismatch_n = 0.0, 0
+        for start in range(0, len(order), self.micro_batch_size):
+            batch = [trained[i] for i in order[start : start + self.micro_batch_size]]
+            logp, mask = sequence_logprobs(self.model, batch, self.temperature, self.pad_id)
+            adv = torch.tensor([s.advantage for s in batch], device=logp.device)
+            ref = None
+            if self.loss.kl_beta > 0:
+                with torch.no_grad(), self.model.disable_adapter():
+                    ref, _ = sequence_logprobs(self.model, batch, self.temperature, self.pad_id)
+            out = policy_loss(
+                LossInputs(
+                    logprobs=logp,
+                    old_logprobs=logp.detach(),  # one update per batch: on-policy
+                    advantages=adv,
+                    mask=mask,
+                    ref_logprobs=ref,
+                ),
+                self.loss,
+                scale,
+            )
+            out.loss.backward()
+            metrics["loss"] += float(out.loss.detach())
+            for k, v in out.metrics.items():
+                metrics[k] = metrics.get(k, 0.0) + v
+            with torch.no_grad():
+                for i, s in enumerate(batch):
+                    if len(s.sampler_logprobs) == len(s.token_ids):
+                        sl = torch.tensor(s.sampler_logprobs[1:], device=logp.device)
+                        m = mask[i, : len(sl)]
+                        mismatch += float(((logp[i, : len(sl)] - sl).abs() * m).sum())
+                        mismatch_n += int(m.sum())
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.steps_done += 1
+        metrics["grad_norm"] = float(grad_norm)
+        metrics["trained_tokens"] = float(scale.tokens)
+        if mismatch_n:
+            metrics["sampler_logprob_abs_diff"] = mismatch / mismatch_n
+        if not math.isfinite(metrics["loss"]):
+            raise FloatingPointError(
+                f"the loss is {metrics['loss']} at trainer step {self.steps_done}"
+            )
+        return metrics
+
+    def sft_step(self, sequences: list[TrainSequence]) -> dict[str, float]:
+        """One supervised step: mean NLL of the masked tokens (temperature 1)."""
+        import torch
+
+        tokens = sum(sum(s.mask) for s in sequences)
+        self.optimizer.zero_grad(set_to_none=True)
+        total = 0.0
+        for start in range(0, len(sequences), self.micro_batch_size):
+            batch = sequences[start : start + self.micro_batch_size]
+            logp, mask = sequence_logprobs(self.model, batch, 1.0, self.pad_id)
+            loss = -(logp * mask).sum() / max(tokens, 1)
+            loss.backward()
+            total += float(loss.detach())
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return {"sft_loss": total, "grad_norm": float(grad_norm), "trained_tokens": float(tokens)}
+
+    def set_learning_rate(self, lr: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+    # -- persistence --------------------------------------------------------------------
+
+    def save_adapter(self, path: str | Path) -> Path:
+        path = Path(path)
+        self.model.save_pretrained(str(path))
+        return path
+
+    def save_state(self, path: str | Path) -> None:
+        """Adapter + optimizer + RNG states (for exact resume)."""
+        import torch
+
+        path = Path(path)
+        self.save_adapter(path / "adapter")
+        torch.save(
+            {
+                "optimizer": self.optimizer.state_dict(),
+                "steps_done": self.steps_done,
+                "torch_rng": torch.get_rng_state(),
+                "python_rng": random.getstate(),
+            },
+            path / "trainer_state.pt",
+        )
+
+    def load_state(self, path: str | Path) -> None:
+        import torch
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        path = Path(path)
+        weights = load_file(str(path / "adapter" / "adapter_model.safetensors"))
+        set_peft_model_state_dict(self.model, weights)
+        state = torch.load(path / "trainer_state.pt", weights_only=False)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.steps_done = int(state["steps_done"])
+        torch.set_rng_state(state["torch_rng"])
+        random.setstate(state["python_rng"])
