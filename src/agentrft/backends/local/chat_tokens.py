@@ -234,10 +234,7 @@ class TokenSession(Policy):
         content, calls = parse_tool_calls(text, id_prefix=f"call_{self._turn}")
         message = Message(role="assistant", content=content or None, tool_calls=calls or None)
         self._history_len = len(messages) + 1  # the loop appends `message` next
-        if gen.finish_reason == "length":
-            finish = "length"
-        else:
-            finish = "tool_calls" if calls else "stop"
+        finish = "length" if gen.finish_reason == "length" else "tool_calls" if calls else "stop"
         return Completion(
             message=message,
             finish_reason=finish,

@@ -10,6 +10,7 @@ own seeded generator, so results do not depend on which batch a request landed i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,10 +105,8 @@ class HFSampler:
     async def aclose(self) -> None:
         if self._worker is not None and not self._worker.done():
             self._worker.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._worker
-            except (asyncio.CancelledError, Exception):
-                pass
         self._worker = None
 
     # -- adapters -----------------------------------------------------------------------
@@ -171,7 +170,7 @@ class HFSampler:
                                     SamplerError(f"generation failed: {type(exc).__name__}: {exc}")
                                 )
                         continue
-                    for r, out in zip(chunk, outs):
+                    for r, out in zip(chunk, outs, strict=True):
                         if not r.future.done():
                             r.future.set_result(out)
 
@@ -210,7 +209,8 @@ class HFSampler:
         lens = [len(r.prompt_ids) for r in reqs]
         width = max(lens)
         budgets = [
-            max(0, min(r.sampling.max_tokens, self.max_positions - ln)) for r, ln in zip(reqs, lens)
+            max(0, min(r.sampling.max_tokens, self.max_positions - ln))
+            for r, ln in zip(reqs, lens, strict=True)
         ]
         ids = torch.full((n, width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((n, width), dtype=torch.long)
@@ -264,7 +264,7 @@ class HFSampler:
             mask = torch.cat([mask, torch.ones((n, 1), dtype=mask.dtype, device=device)], dim=1)
         return [
             Generation(token_ids=t, logprobs=lp, finish_reason=f or "length")  # type: ignore[arg-type]
-            for t, lp, f in zip(out_ids, out_lp, finish)
+            for t, lp, f in zip(out_ids, out_lp, finish, strict=True)
         ]
 
 
