@@ -1,0 +1,142 @@
+"""Helpers shared by the CLI commands: tasks, rewards, rows, limits, policy options."""
+
+import asyncio
+import json
+import os
+import tempfile
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from agentrft.cli.errors import CliError
+from agentrft.config import Config
+from agentrft.datasets import prompts_from_rows, read_prompts
+from agentrft.plugins import get_plugins
+from agentrft.task import EpisodeLimits, Task
+
+T = TypeVar("T")
+
+# Options reused by several commands (one definition, one help text).
+TASK_HELP = "Task name (see `agentrft tasks`)."
+REWARD_HELP = "A named reward from a plugin that replaces the task's own reward."
+POLICY_HELP = (
+    "expert (the task's scripted expert), openai:MODEL, an OpenAI-compatible URL "
+    "(http://host:port/v1), or litellm:PROVIDER/MODEL."
+)
+BASE_URL_HELP = "Server URL for openai:MODEL (default: $OPENAI_BASE_URL)."
+MODEL_HELP = "Model name served at a --policy URL (default: the server's first model)."
+API_KEY_ENV_HELP = "Environment variable holding the API key (default: OPENAI_API_KEY)."
+HEADER_HELP = "Extra HTTP header for the policy server, NAME=VALUE (repeatable)."
+
+
+def console() -> Console:
+    """stdout console; built per command so test runners that swap stdout see the output."""
+    return Console(highlight=False)
+
+
+def load_task(name: str | None) -> Task[Any]:
+    if not name:
+        raise CliError("pass --task NAME (see `agentrft tasks` for the installed tasks)")
+    return get_plugins().task(name)
+
+
+def load_reward(name: str | None, task: Task[Any]) -> Any:
+    """The plugin reward `name` for `task`, or None to keep the task's own."""
+    if not name:
+        return None
+    return get_plugins().reward(name, task.name)
+
+
+def task_prompts(
+    task: Task[Any], *, data: Path | None, split: str, n: int | None, seed: int
+) -> list[str]:
+    """Prompts from `--data FILE` (first `n` rows), else made by the task for `split`."""
+    if data is not None:
+        prompts = read_prompts(data)
+        return prompts[:n] if n else prompts
+    rows = task.make_dataset(split, n, seed)
+    return prompts_from_rows(rows, source=f"task {task.name!r} split {split!r}")
+
+
+def episode_limits(task: Task[Any], config: Config, max_turns: int | None = None) -> EpisodeLimits:
+    """The task's limits with the config's `limits` section (and `--max-turns`) on top."""
+    update = {k: v for k, v in config.limits.model_dump().items() if v is not None}
+    if max_turns is not None:
+        update["max_turns"] = max_turns
+    return task.limits.model_copy(update=update)
+
+
+def parse_headers(items: list[str] | None) -> dict[str, str]:
+    headers = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise CliError(f"--header {item!r} must look like NAME=VALUE")
+        headers[name.strip()] = value
+    return headers
+
+
+def api_key_from_env(var: str | None) -> str | None:
+    """The key in `$var` (error when that variable is unset); None = the client's default."""
+    if not var:
+        return None
+    value = os.environ.get(var)
+    if not value:
+        raise CliError(f"--api-key-env {var}: the environment variable {var} is not set")
+    return value
+
+
+def resolve_cli_policy(
+    spec: str,
+    task: Task[Any],
+    *,
+    base_url: str | None,
+    model: str | None,
+    api_key_env: str | None,
+    headers: list[str] | None,
+) -> Any:
+    from agentrft.policies.resolve import resolve_policy
+
+    return resolve_policy(
+        spec,
+        task,
+        base_url=base_url,
+        api_key=api_key_from_env(api_key_env),
+        headers=parse_headers(headers) or None,
+        model=model,
+    )
+
+
+def run_async(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    return asyncio.run(factory())
+
+
+def notify_episode(trajectory: Any) -> None:
+    """The `agentrft_episode_finished` hook; a plugin's logging bug must not stop an eval."""
+    try:
+        get_plugins().hook.agentrft_episode_finished(trajectory=trajectory)
+    except Exception as exc:
+        Console(stderr=True).print(f"warning: an agentrft_episode_finished hook failed: {exc}")
+
+
+def write_json_atomic(data: Any, path: Path) -> None:
+    """Write JSON through a temp file + rename, so a crash never leaves half a report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2)
+            fh.write("\n")
+        Path(tmp).chmod(0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def echo(text: str) -> None:
+    """Plain output (no rich wrapping): configs, paths, JSON."""
+    typer.echo(text)

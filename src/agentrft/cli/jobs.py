@@ -1,0 +1,470 @@
+"""`agentrft train` and `agentrft eval`.
+
+Both dispatch to a backend plugin (`--backend local|sagemaker`) with the resolved config;
+backend flags are shorthands for config keys (`--model` is `local.model`, `--role-arn` is
+`sagemaker.role_arn`, ...), and `--set key=value` overrides win over both. `eval --policy`
+needs no backend: it plays the task's rows against a served model, a litellm model or the
+task's scripted expert, right here.
+"""
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from agentrft.cli.common import (
+    API_KEY_ENV_HELP,
+    BASE_URL_HELP,
+    HEADER_HELP,
+    POLICY_HELP,
+    REWARD_HELP,
+    TASK_HELP,
+    console,
+    echo,
+    episode_limits,
+    load_reward,
+    load_task,
+    notify_episode,
+    resolve_cli_policy,
+    run_async,
+    task_prompts,
+    write_json_atomic,
+)
+from agentrft.cli.config import CONFIG_HELP, SET_HELP
+from agentrft.cli.errors import CliError
+from agentrft.config import Config, load_config
+
+LOCAL = "local backend"
+SAGEMAKER = "sagemaker backend"
+POLICY = "eval --policy"
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP)]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help=SET_HELP)]
+TaskOpt = Annotated[
+    str | None, typer.Option("--task", "-t", help=TASK_HELP + " Default: the config's `task`.")
+]
+RewardOpt = Annotated[str | None, typer.Option(help=REWARD_HELP)]
+AdapterOpt = Annotated[
+    str | None, typer.Option(help="LoRA adapter directory (local.adapter).", rich_help_panel=LOCAL)
+]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Print what would run; call nothing remote.")
+]
+RuntimeArnOpt = Annotated[
+    str | None,
+    typer.Option(help="AgentCore runtime ARN (sagemaker.runtime_arn).", rich_help_panel=SAGEMAKER),
+]
+RoleArnOpt = Annotated[
+    str | None, typer.Option(help="Job role ARN (sagemaker.role_arn).", rich_help_panel=SAGEMAKER)
+]
+TrainUriOpt = Annotated[
+    str | None,
+    typer.Option(help="s3:// training rows (sagemaker.train_s3_uri).", rich_help_panel=SAGEMAKER),
+]
+ValidationUriOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="s3:// validation rows (sagemaker.validation_s3_uri).", rich_help_panel=SAGEMAKER
+    ),
+]
+OutputPathOpt = Annotated[
+    str | None,
+    typer.Option(help="s3:// output prefix (sagemaker.output_s3_path).", rich_help_panel=SAGEMAKER),
+]
+MlflowArnOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="SageMaker MLflow app ARN (sagemaker.mlflow_resource_arn).", rich_help_panel=SAGEMAKER
+    ),
+]
+BaseModelOpt = Annotated[
+    str | None,
+    typer.Option(help="Hub model id (sagemaker.base_model).", rich_help_panel=SAGEMAKER),
+]
+RegionOpt = Annotated[
+    str | None, typer.Option(help="AWS region (sagemaker.region).", rich_help_panel=SAGEMAKER)
+]
+WaitOpt = Annotated[
+    bool,
+    typer.Option("--wait/--no-wait", help="Follow the job to the end.", rich_help_panel=SAGEMAKER),
+]
+
+
+def _sagemaker_values(**flags: Any) -> dict[str, Any]:
+    keys = {
+        "runtime_arn": "sagemaker.runtime_arn",
+        "role_arn": "sagemaker.role_arn",
+        "train_uri": "sagemaker.train_s3_uri",
+        "validation_uri": "sagemaker.validation_s3_uri",
+        "output_path": "sagemaker.output_s3_path",
+        "mlflow_arn": "sagemaker.mlflow_resource_arn",
+        "base_model": "sagemaker.base_model",
+        "region": "sagemaker.region",
+    }
+    return {keys[k]: v for k, v in flags.items() if v is not None}
+
+
+def _resolve(
+    config: Path | None, set_: list[str] | None, values: dict[str, Any]
+) -> tuple[Config, Any]:
+    """The config (file < flags < --set) and the task it names."""
+    cfg = load_config(config, overrides=set_ or [], values=values)
+    if not cfg.task:
+        raise CliError("pass --task NAME or set `task` in the config (see `agentrft tasks`)")
+    return cfg, load_task(cfg.task)
+
+
+def _backend(name: str) -> Any:
+    from agentrft.plugins import get_plugins
+
+    backend = get_plugins().backend(name)  # unknown: PluginError naming the extra
+    backend.check_available()  # missing dependency: BackendUnavailable naming the extra
+    return backend
+
+
+def train(
+    task: TaskOpt = None,
+    backend: Annotated[str, typer.Option("--backend", "-b", help="local or sagemaker.")] = "local",
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    reward: RewardOpt = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="HF model id or directory (local.model).", rich_help_panel=LOCAL),
+    ] = None,
+    adapter: AdapterOpt = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(help="Resume from this run directory / checkpoint.", rich_help_panel=LOCAL),
+    ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option(min=1, help="Training steps (max_steps).")
+    ] = None,
+    runtime_arn: RuntimeArnOpt = None,
+    role_arn: RoleArnOpt = None,
+    train_uri: TrainUriOpt = None,
+    validation_uri: ValidationUriOpt = None,
+    output_path: OutputPathOpt = None,
+    mlflow_arn: MlflowArnOpt = None,
+    base_model: BaseModelOpt = None,
+    region: RegionOpt = None,
+    dry_run: DryRunOpt = False,
+    wait: WaitOpt = False,
+) -> None:
+    """Train TASK on a backend with the resolved config."""
+    values = {
+        "task": task,
+        "reward": reward,
+        "max_steps": max_steps,
+        "local.model": model,
+        "local.adapter": adapter,
+        **_sagemaker_values(
+            runtime_arn=runtime_arn,
+            role_arn=role_arn,
+            train_uri=train_uri,
+            validation_uri=validation_uri,
+            output_path=output_path,
+            mlflow_arn=mlflow_arn,
+            base_model=base_model,
+            region=region,
+        ),
+    }
+    cfg, the_task = _resolve(config, set_, values)
+    reward_fn = load_reward(cfg.reward, the_task)
+    if resume is not None and not resume.exists():
+        raise CliError(f"--resume {resume}: no such run directory or checkpoint")
+    impl = _backend(backend)
+    result = impl.train(
+        the_task,
+        cfg,
+        resume=resume,
+        dry_run=dry_run,
+        wait=wait,
+        reward_fn=reward_fn,
+        console=console(),
+    )
+    _print_result(result)
+
+
+def eval_(
+    task: TaskOpt = None,
+    policy: Annotated[str | None, typer.Option("--policy", "-p", help=POLICY_HELP)] = None,
+    backend: Annotated[
+        str | None,
+        typer.Option("--backend", "-b", help="local or sagemaker (instead of --policy)."),
+    ] = None,
+    data: Annotated[
+        Path | None, typer.Option("--data", help="Rows file (default: the task makes --split).")
+    ] = None,
+    split: Annotated[str | None, typer.Option(help="Split the task makes (eval.split).")] = None,
+    n: Annotated[int | None, typer.Option("--n", min=1, help="Rows to evaluate (eval.n).")] = None,
+    temperature: Annotated[
+        list[float] | None,
+        typer.Option(help="Sampling temperature; repeat for several (eval.temperatures)."),
+    ] = None,
+    samples: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Episodes per row; pass@k for k up to this (eval.samples_per_row)."
+        ),
+    ] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, help="Episodes in flight (eval.concurrency).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the split the task makes.")] = None,
+    success_threshold: Annotated[
+        float | None,
+        typer.Option(help="Count reward >= this as solved (default: the reward's `solved`)."),
+    ] = None,
+    max_turns: Annotated[int | None, typer.Option(help="Override the task's turn limit.")] = None,
+    report: Annotated[Path | None, typer.Option(help="Write the report(s) as JSON here.")] = None,
+    trajectories: Annotated[
+        Path | None, typer.Option(help="Write every trajectory as JSONL here (for replay).")
+    ] = None,
+    reward: RewardOpt = None,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    base_url: Annotated[
+        str | None, typer.Option(help=BASE_URL_HELP, rich_help_panel=POLICY)
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="With --policy URL: the served model name (default: the server's first). "
+            "With --backend local: the model to evaluate (local.model).",
+        ),
+    ] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option(help=API_KEY_ENV_HELP, rich_help_panel=POLICY)
+    ] = None,
+    header: Annotated[
+        list[str] | None, typer.Option(help=HEADER_HELP, rich_help_panel=POLICY)
+    ] = None,
+    adapter: AdapterOpt = None,
+    runs: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="NAME:TEMPERATURE runs to evaluate, e.g. --runs base:1.0 --runs trained:1.0 "
+            "(or base:1.0,trained:1.0).",
+            rich_help_panel=SAGEMAKER,
+        ),
+    ] = None,
+    model_package_arn: Annotated[
+        str | None,
+        typer.Option(help="Trained model package to evaluate.", rich_help_panel=SAGEMAKER),
+    ] = None,
+    runtime_arn: RuntimeArnOpt = None,
+    role_arn: RoleArnOpt = None,
+    validation_uri: ValidationUriOpt = None,
+    output_path: OutputPathOpt = None,
+    base_model: BaseModelOpt = None,
+    region: RegionOpt = None,
+    output_dir: Annotated[
+        Path | None, typer.Option(help="Where a backend writes its eval outputs.")
+    ] = None,
+    dry_run: DryRunOpt = False,
+) -> None:
+    """Evaluate on TASK: pass@k, solve rate, reward, turns, failure kinds (per temperature)."""
+    if (policy is None) == (backend is None):
+        raise CliError(
+            "pass exactly one of --policy SPEC (evaluate a served model, a litellm model or the "
+            "task's expert here) or --backend local|sagemaker (evaluate through a backend)"
+        )
+    values: dict[str, Any] = {
+        "task": task,
+        "reward": reward,
+        "seed": seed,
+        "eval.split": split,
+        "eval.n": n,
+        "eval.samples_per_row": samples,
+        "eval.temperatures": list(temperature) if temperature else None,
+        "eval.concurrency": concurrency,
+    }
+    if backend is not None:
+        values.update(
+            {"local.model": model, "local.adapter": adapter}
+            | _sagemaker_values(
+                runtime_arn=runtime_arn,
+                role_arn=role_arn,
+                validation_uri=validation_uri,
+                output_path=output_path,
+                base_model=base_model,
+                region=region,
+            )
+        )
+    if max_turns is not None:
+        values["limits.max_turns"] = max_turns
+    cfg, the_task = _resolve(config, set_, values)
+    reward_fn = load_reward(cfg.reward, the_task)
+
+    if backend is not None:
+        impl = _backend(backend)
+        result = impl.evaluate(
+            the_task,
+            cfg,
+            model=cfg.local.model,
+            adapter=cfg.local.adapter,
+            runs=parse_runs(runs),
+            model_package_arn=model_package_arn,
+            dry_run=dry_run,
+            reward_fn=reward_fn,
+            console=console(),
+            output_dir=output_dir,
+        )
+        reports = _as_reports(result)
+        _show_reports(reports)
+        if report is not None and reports:
+            _write_report(reports, report)
+        if not reports:
+            _print_result(result)
+        return
+
+    assert policy is not None
+    _eval_policy(
+        cfg,
+        the_task,
+        reward_fn,
+        policy=policy,
+        data=data,
+        success_threshold=success_threshold,
+        report=report,
+        trajectories=trajectories,
+        base_url=base_url,
+        model=model,
+        api_key_env=api_key_env,
+        header=header,
+    )
+
+
+def _eval_policy(
+    cfg: Config,
+    the_task: Any,
+    reward_fn: Any,
+    *,
+    policy: str,
+    data: Path | None,
+    success_threshold: float | None,
+    report: Path | None,
+    trajectories: Path | None,
+    base_url: str | None,
+    model: str | None,
+    api_key_env: str | None,
+    header: list[str] | None,
+) -> None:
+    from rich.progress import Progress
+
+    from agentrft.evaluation import evaluate
+    from agentrft.policy import Sampling
+    from agentrft.trajectory import write_trajectories
+
+    ev = cfg.eval
+    prompts = task_prompts(the_task, data=data, split=ev.split, n=ev.n, seed=cfg.seed)
+    if not prompts:
+        raise CliError(f"no rows to evaluate for task {the_task.name!r}")
+    the_policy = resolve_cli_policy(
+        policy, the_task, base_url=base_url, model=model, api_key_env=api_key_env, headers=header
+    )
+    k_values = sorted({k for k in cfg.pass_k_values if k <= ev.samples_per_row} | {1})
+    k_values = sorted({*k_values, ev.samples_per_row})
+    sampling = Sampling(max_tokens=cfg.sampling_max_tokens, top_p=cfg.sampling_top_p)
+    total = len(prompts) * ev.samples_per_row * len(ev.temperatures)
+    name = getattr(the_policy, "name", "") or policy
+
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        bar = progress.add_task(f"{the_task.name} · {name}", total=total)
+
+        def on_episode(t: Any) -> None:
+            notify_episode(t)
+            progress.advance(bar)
+
+        async def go() -> Any:
+            try:
+                return await evaluate(
+                    the_task,
+                    prompts,
+                    the_policy,
+                    temperatures=ev.temperatures,
+                    samples_per_row=ev.samples_per_row,
+                    sampling=sampling,
+                    limits=episode_limits(the_task, cfg),
+                    concurrency=ev.concurrency,
+                    pass_k_values=k_values,
+                    success_threshold=success_threshold,
+                    reward_fn=reward_fn,
+                    on_episode=on_episode,
+                    policy_name=name,
+                )
+            finally:
+                await the_policy.aclose()
+
+        reports, trajs = run_async(go)
+
+    _show_reports(reports)
+    if report is not None:
+        _write_report(reports, report)
+        console().print(f"report: {report}")
+    if trajectories is not None:
+        count = write_trajectories(trajs, trajectories)
+        console().print(f"trajectories: {trajectories} ({count})")
+
+
+def parse_runs(items: list[str] | None) -> list[tuple[str, float]]:
+    """`["base:1.0", "trained:0.7,x:1"]` -> `[("base", 1.0), ("trained", 0.7), ("x", 1.0)]`."""
+    runs: list[tuple[str, float]] = []
+    for item in items or []:
+        for piece in item.replace(" ", ",").split(","):
+            if not piece:
+                continue
+            name, sep, temp = piece.partition(":")
+            try:
+                if not sep or not name:
+                    raise ValueError
+                runs.append((name, float(temp)))
+            except ValueError:
+                raise CliError(
+                    f"--runs {piece!r} must look like NAME:TEMPERATURE, e.g. base:1.0"
+                ) from None
+    return runs
+
+
+def _as_reports(result: Any) -> list[Any]:
+    from agentrft.evaluation import EvalReport
+
+    if isinstance(result, EvalReport):
+        return [result]
+    if (
+        isinstance(result, (list, tuple))
+        and result
+        and all(isinstance(r, EvalReport) for r in result)
+    ):
+        return list(result)
+    return []
+
+
+def _show_reports(reports: list[Any]) -> None:
+    from agentrft.evaluation import reports_table
+
+    out = console()
+    for r in reports:
+        out.print(r.render())
+    if len(reports) > 1:
+        out.print(reports_table(reports))
+
+
+def _write_report(reports: list[Any], path: Path) -> None:
+    write_json_atomic({"reports": [r.to_dict() for r in reports]}, path)
+
+
+def _print_result(result: Any) -> None:
+    """Show what a backend returned when it is a plain value (a run dir, a job name)."""
+    if result is None:
+        return
+    if isinstance(result, (str, Path)):
+        echo(str(result))
+    elif hasattr(result, "model_dump_json"):
+        echo(result.model_dump_json(indent=2))
+    elif isinstance(result, dict):
+        import json
+
+        echo(json.dumps(result, indent=2, default=str))

@@ -1,0 +1,138 @@
+"""`agentrft play` (one live episode, turn by turn) and `agentrft replay` (stored ones)."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentrft.cli.common import (
+    API_KEY_ENV_HELP,
+    BASE_URL_HELP,
+    HEADER_HELP,
+    MODEL_HELP,
+    POLICY_HELP,
+    REWARD_HELP,
+    TASK_HELP,
+    console,
+    episode_limits,
+    load_reward,
+    load_task,
+    notify_episode,
+    resolve_cli_policy,
+    run_async,
+    task_prompts,
+)
+from agentrft.cli.errors import CliError
+from agentrft.config import Config
+from agentrft.trajectory import Trajectory
+
+
+def play(
+    task: Annotated[str, typer.Option("--task", "-t", help=TASK_HELP)],
+    policy: Annotated[str, typer.Option("--policy", "-p", help=POLICY_HELP)] = "expert",
+    row: Annotated[int, typer.Option("--row", min=0, help="Row index (0-based).")] = 0,
+    split: Annotated[str, typer.Option(help="Split made by the task.")] = "validation",
+    data: Annotated[
+        Path | None, typer.Option("--data", help="Take the row from this dataset file instead.")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the split the task makes.")] = 42,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
+    max_tokens: Annotated[int, typer.Option(help="Max tokens per turn.")] = 4096,
+    max_turns: Annotated[int | None, typer.Option(help="Override the task's turn limit.")] = None,
+    reward: Annotated[str | None, typer.Option(help=REWARD_HELP)] = None,
+    base_url: Annotated[str | None, typer.Option(help=BASE_URL_HELP)] = None,
+    model: Annotated[str | None, typer.Option(help=MODEL_HELP)] = None,
+    api_key_env: Annotated[str | None, typer.Option(help=API_KEY_ENV_HELP)] = None,
+    header: Annotated[list[str] | None, typer.Option(help=HEADER_HELP)] = None,
+    save: Annotated[
+        Path | None, typer.Option(help="Append the trajectory to this JSONL file (for replay).")
+    ] = None,
+) -> None:
+    """Play one episode and print it turn by turn with the reward breakdown."""
+    from agentrft.policy import Sampling
+    from agentrft.render import render_trajectory
+    from agentrft.rollout import run_episode
+    from agentrft.trajectory import append_trajectories
+
+    the_task = load_task(task)
+    reward_fn = load_reward(reward, the_task)
+    # The whole split (n=None): --row indexes it, or the rows of --data.
+    prompts = task_prompts(the_task, data=data, split=split, n=None, seed=seed)
+    if row >= len(prompts):
+        where = str(data) if data is not None else f"split {split!r} (seed {seed})"
+        raise CliError(f"--row {row} is out of range: {where} has {len(prompts)} rows")
+    the_policy = resolve_cli_policy(
+        policy, the_task, base_url=base_url, model=model, api_key_env=api_key_env, headers=header
+    )
+    sampling = Sampling(temperature=temperature, max_tokens=max_tokens)
+    limits = episode_limits(the_task, Config(), max_turns)
+
+    async def go() -> Trajectory:
+        try:
+            return await run_episode(
+                the_task,
+                prompts[row],
+                the_policy,
+                sampling=sampling,
+                limits=limits,
+                reward_fn=reward_fn,
+                metadata={"row": row, "policy": getattr(the_policy, "name", policy)},
+            )
+        finally:
+            await the_policy.aclose()
+
+    trajectory = run_async(go)
+    notify_episode(trajectory)
+    render_trajectory(trajectory, console())
+    if save is not None:
+        append_trajectories([trajectory], save)
+        console().print(f"appended to {save}")
+
+
+def replay(
+    file: Annotated[Path, typer.Argument(help="Trajectories JSONL (from eval or play --save).")],
+    index: Annotated[
+        int | None, typer.Option("--index", "-i", min=0, help="Show only this episode (0-based).")
+    ] = None,
+    summary: Annotated[
+        bool, typer.Option(help="Print the eval metrics of the file instead of the episodes.")
+    ] = False,
+) -> None:
+    """Re-print stored trajectories exactly as `play` shows them."""
+    from agentrft.render import render_trajectory
+    from agentrft.trajectory import read_trajectories
+
+    if not file.is_file():
+        raise CliError(f"trajectory file {file} does not exist")
+    try:
+        trajectories = list(read_trajectories(file))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if not trajectories:
+        raise CliError(f"{file} holds no trajectories")
+    out = console()
+    if summary:
+        _print_summary(trajectories, file)
+        return
+    if index is not None:
+        if index >= len(trajectories):
+            raise CliError(f"--index {index} is out of range: {file} holds {len(trajectories)}")
+        render_trajectory(trajectories[index], out, title=f"episode {index}")
+        return
+    for i, t in enumerate(trajectories):
+        render_trajectory(t, out, title=f"episode {i} of {len(trajectories)}")
+
+
+def _print_summary(trajectories: list[Trajectory], file: Path) -> None:
+    from agentrft.evaluation import EvalReport, reports_table
+
+    by_temp: dict[tuple[str, float], list[Trajectory]] = {}
+    for t in trajectories:
+        temp = float(t.metadata.get("temperature", t.sampling.get("temperature", 1.0)))
+        key = (str(t.metadata.get("policy", file.stem)), temp)
+        by_temp.setdefault(key, []).append(t)
+    reports = [
+        EvalReport.from_trajectories(ts, task=ts[0].task, policy=policy, temperature=temp)
+        for (policy, temp), ts in by_temp.items()
+    ]
+    console().print(reports_table(reports))

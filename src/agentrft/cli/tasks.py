@@ -1,0 +1,59 @@
+"""`agentrft tasks`: what the installed plugins provide, and which plugins failed to load."""
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from agentrft.cli.common import console
+from agentrft.plugins import get_plugins
+
+
+def tasks(
+    name: Annotated[
+        str | None, typer.Argument(help="Show only this task (exit 1 if it is not installed).")
+    ] = None,
+) -> None:
+    """List installed tasks, named rewards and backends; report plugins that failed to load."""
+    out = console()
+    plugins = get_plugins()
+    classes = plugins.task_classes()
+    if name is not None and name not in classes:
+        plugins.task(name)  # raises PluginError with the installed names and a suggestion
+    sources = plugins.task_sources()
+
+    table = Table(title="tasks")
+    table.add_column("name", style="bold")
+    table.add_column("description")
+    table.add_column("distribution", style="dim")
+    table.add_column("tiers", style="dim")
+    for task_name, cls in classes.items():
+        if name is not None and task_name != name:
+            continue
+        tiers = getattr(cls, "tiers", None)
+        table.add_row(
+            task_name,
+            Text(getattr(cls, "description", "") or ""),
+            sources.get(task_name, "-"),
+            ", ".join(tiers.names) if tiers is not None else "-",
+        )
+    if classes:
+        out.print(table)
+    else:
+        out.print("No tasks installed. Install a task plugin, e.g. pip install -e plugins/wordle")
+
+    if name is None:
+        rewards = plugins.rewards()
+        backends = plugins.backend_classes()
+        out.print(Text(f"rewards: {', '.join(rewards) or '-'}", style="dim"))
+        out.print(Text(f"backends: {', '.join(backends) or '-'}", style="dim"))
+
+    if plugins.broken:
+        broken = Table(title="plugins that failed to load", title_style="bold red")
+        broken.add_column("distribution")
+        broken.add_column("entry point")
+        broken.add_column("error", style="red")
+        for b in plugins.broken:
+            broken.add_row(b.distribution, f"{b.entry_point} = {b.value}", Text(b.error))
+        out.print(broken)

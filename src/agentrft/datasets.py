@@ -1,0 +1,276 @@
+"""Dataset files: rows of `{"prompt": str, ...}` in JSONL, Parquet, CSV (with a header) or a
+JSON array.
+
+Both backends consume the same rows. Each row's prompt is the `prompt` column, else the
+file's first column, and reaches `Task.parse` untouched, as a string. A malformed file or row
+fails with a `DatasetError` naming the file and the row number (1-based, counting data rows
+only). Writes are atomic: a failed write leaves no file behind and never a half-written one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+Format = Literal["jsonl", "parquet", "csv", "json"]
+FORMATS: tuple[str, ...] = ("jsonl", "parquet", "csv", "json")
+_SUFFIXES = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".json": "json",
+}
+PROMPT_COLUMN = "prompt"
+
+
+class DatasetError(ValueError):
+    """A dataset file cannot be read or written; the message names the file and the row."""
+
+
+def detect_format(path: str | Path, fmt: str | None = None) -> str:
+    """The format named by `fmt`, else by the file's extension."""
+    if fmt:
+        fmt = fmt.lower().lstrip(".")
+        if fmt not in FORMATS:
+            raise DatasetError(f"unknown dataset format {fmt!r}; use one of {', '.join(FORMATS)}")
+        return fmt
+    suffix = Path(path).suffix.lower()
+    if suffix not in _SUFFIXES:
+        raise DatasetError(
+            f"{path}: cannot tell the format from the extension {suffix or '(none)'!r}; "
+            f"use .jsonl, .parquet, .csv or .json, or name the format ({', '.join(FORMATS)})"
+        )
+    return _SUFFIXES[suffix]
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def read_rows(path: str | Path, fmt: str | None = None) -> list[dict[str, Any]]:
+    """All rows of a dataset file, as dicts (CSV values stay strings)."""
+    path = Path(path)
+    fmt = detect_format(path, fmt)
+    if not path.is_file():
+        raise DatasetError(f"dataset file {path} does not exist")
+    reader = {"jsonl": _read_jsonl, "json": _read_json, "csv": _read_csv, "parquet": _read_parquet}
+    rows = reader[fmt](path)
+    if not rows:
+        raise DatasetError(f"{path}: the file holds no rows")
+    return rows
+
+
+def prompt_column(rows: Sequence[dict[str, Any]]) -> str:
+    """`prompt` when the first row has it, else the first row's first column."""
+    first = rows[0]
+    if PROMPT_COLUMN in first:
+        return PROMPT_COLUMN
+    if not first:
+        raise DatasetError("the first row has no columns")
+    return next(iter(first))
+
+
+def prompts_from_rows(rows: Sequence[dict[str, Any]], source: str = "dataset") -> list[str]:
+    """Each row's prompt string (the `prompt` column, else the first column)."""
+    if not rows:
+        raise DatasetError(f"{source}: no rows")
+    column = prompt_column(rows)
+    prompts = []
+    for i, row in enumerate(rows, start=1):
+        if column not in row or row[column] is None:
+            raise DatasetError(f"{source}: row {i} has no {column!r} value")
+        value = row[column]
+        if not isinstance(value, str):
+            raise DatasetError(
+                f"{source}: row {i}: the {column!r} value must be a string, got "
+                f"{type(value).__name__} ({_short(value)}); store structured prompts as a "
+                f"JSON-encoded string"
+            )
+        prompts.append(value)
+    return prompts
+
+
+def read_prompts(path: str | Path, fmt: str | None = None) -> list[str]:
+    """The prompt string of every row of a dataset file."""
+    return prompts_from_rows(read_rows(path, fmt), source=str(path))
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    with _open_text(path) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}: row {len(rows) + 1} (line {lineno})"
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{where} is not valid JSON: {exc.msg}") from None
+            if not isinstance(value, dict):
+                raise DatasetError(
+                    f'{where} must be a JSON object like {{"prompt": "..."}}, got '
+                    f"{type(value).__name__}"
+                )
+            rows.append(value)
+    return rows
+
+
+def _read_json(path: Path) -> list[dict[str, Any]]:
+    with _open_text(path) as fh:
+        try:
+            value = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(
+                f"{path} is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
+            ) from None
+    if not isinstance(value, list):
+        raise DatasetError(
+            f"{path} must hold a JSON array of objects, got {type(value).__name__}; "
+            f"for one object per line use .jsonl"
+        )
+    for i, row in enumerate(value, start=1):
+        if not isinstance(row, dict):
+            raise DatasetError(
+                f'{path}: row {i} must be a JSON object like {{"prompt": "..."}}, got '
+                f"{type(row).__name__}"
+            )
+    return value
+
+
+def _read_csv(path: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    with _open_text(path, newline="") as fh:
+        reader = csv.reader(fh)
+        try:
+            header = next(reader, None)
+            if not header or not any(h.strip() for h in header):
+                raise DatasetError(f"{path}: the first line must be a header (e.g. prompt)")
+            if len(set(header)) != len(header):
+                raise DatasetError(f"{path}: the header repeats a column name: {header}")
+            for values in reader:
+                if not values:  # blank line
+                    continue
+                if len(values) != len(header):
+                    raise DatasetError(
+                        f"{path}: row {len(rows) + 1} (line {reader.line_num}) has "
+                        f"{len(values)} fields but the header has {len(header)} "
+                        f"({', '.join(header)}); quote values that contain commas"
+                    )
+                rows.append(dict(zip(header, values, strict=True)))
+        except csv.Error as exc:
+            raise DatasetError(
+                f"{path}: row {len(rows) + 1} (line {reader.line_num}) is not valid CSV: {exc}"
+            ) from None
+    return rows
+
+
+def _read_parquet(path: Path) -> list[dict[str, Any]]:
+    import pyarrow as pa  # heavy; only when a Parquet file is read
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetError(f"{path} is not a readable Parquet file: {exc}") from None
+    return table.to_pylist()
+
+
+@contextlib.contextmanager
+def _open_text(path: Path, newline: str | None = None) -> Any:
+    try:
+        with path.open(encoding="utf-8", newline=newline) as fh:
+            yield fh
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def write_rows(
+    rows: Iterable[dict[str, Any]],
+    path: str | Path,
+    fmt: str | None = None,
+    *,
+    overwrite: bool = False,
+) -> Path:
+    """Write rows atomically (temp file + rename); refuses to replace a file unless asked."""
+    path = Path(path)
+    fmt = detect_format(path, fmt)
+    rows = list(rows)
+    for i, row in enumerate(rows, start=1):
+        if not isinstance(row, dict):
+            raise DatasetError(f"{path}: row {i} is a {type(row).__name__}, not a dict")
+    if path.exists() and not overwrite:
+        raise DatasetError(f"{path} already exists; pass --force to overwrite it")
+    if path.is_dir():
+        raise DatasetError(f"{path} is a directory")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = {"jsonl": _jsonl_bytes, "json": _json_bytes, "csv": _csv_bytes}
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        if fmt == "parquet":
+            os.close(fd)
+            _write_parquet(rows, tmp, path)
+        else:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(writer[fmt](rows))
+        tmp.chmod(0o644)  # mkstemp makes 0600; a dataset is meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _jsonl_bytes(rows: list[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+
+
+def _json_bytes(rows: list[dict[str, Any]]) -> bytes:
+    return (json.dumps(rows, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+
+
+def _csv_bytes(rows: list[dict[str, Any]]) -> bytes:
+    header: list[str] = []
+    for row in rows:
+        header.extend(k for k in row if k not in header)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([_csv_cell(row.get(k)) for k in header])
+    return buf.getvalue().encode("utf-8")
+
+
+def _csv_cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _write_parquet(rows: list[dict[str, Any]], tmp: Path, path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pa.Table.from_pylist(rows)
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        raise DatasetError(f"{path}: rows do not fit one Parquet schema: {exc}") from None
+    pq.write_table(table, tmp)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

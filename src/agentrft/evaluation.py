@@ -1,0 +1,316 @@
+"""Evaluation: play a task's rows with a policy and report pass@k, solve rate, reward, turns,
+tool calls and failure kinds, per sampling temperature.
+
+`evaluate` drives the one agent loop (`run_episodes`), so an eval sees exactly the prompts,
+tools, limits and rewards that training sees. `EvalReport.from_trajectories` builds the same
+report from any trajectories (the local backend's own rollouts, a replayed JSONL file).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from agentrft.policy import Policy, Sampling
+from agentrft.rollout import EpisodeCallback, RewardFn, run_episodes
+from agentrft.task import EpisodeLimits, Task
+from agentrft.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+DEFAULT_PASS_K = (1, 2, 4, 8, 16, 32)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from `n` samples of which `c` are correct (Chen et al., 2021).
+
+    `1 - C(n-c, k) / C(n, k)`, computed as a product so large `n` neither overflows nor
+    loses precision: `1 - prod_{i=n-c+1}^{n} (1 - k / i)`.
+    """
+    if not 0 <= c <= n:
+        raise ValueError(f"pass_at_k needs 0 <= c <= n, got n={n}, c={c}")
+    if not 1 <= k <= n:
+        raise ValueError(f"pass_at_k needs 1 <= k <= n, got n={n}, k={k}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+
+
+class ToolCallStats(BaseModel):
+    total: int = 0
+    mean: float = 0.0
+    max: int = 0
+    by_tool: dict[str, int] = Field(default_factory=dict, description="Calls per tool name.")
+
+
+class EvalReport(BaseModel):
+    """Metrics of one evaluation run (one policy at one temperature)."""
+
+    task: str
+    policy: str
+    temperature: float
+    rows: int = Field(description="Distinct dataset rows played.")
+    samples_per_row: int
+    episodes: int
+    solved: int = Field(description="Episodes counted as solved.")
+    solve_rate: float = Field(description="solved / episodes (= pass@1 averaged over rows).")
+    pass_at_k: dict[int, float] = Field(
+        default_factory=dict, description="Unbiased pass@k per k <= samples_per_row."
+    )
+    success_threshold: float | None = Field(
+        None, description="When set, solved means reward >= this; else the reward's `solved`."
+    )
+    mean_reward: float = 0.0
+    std_reward: float = 0.0
+    mean_turns: float = 0.0
+    turn_histogram: dict[int, int] = Field(
+        default_factory=dict, description="Number of assistant turns -> episodes."
+    )
+    tool_calls: ToolCallStats = Field(default_factory=ToolCallStats)
+    failure_kinds: dict[str, int] = Field(
+        default_factory=dict, description="Failure kind -> episodes where it happened."
+    )
+    outcomes: dict[str, int] = Field(
+        default_factory=dict, description="Reward outcome tier -> episodes."
+    )
+    stop_reasons: dict[str, int] = Field(default_factory=dict)
+    prompt_tokens: int | None = Field(None, description="None when the policy reports none.")
+    completion_tokens: int | None = None
+    wall_s: float = 0.0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def from_trajectories(
+        cls,
+        trajectories: Sequence[Trajectory],
+        *,
+        task: str,
+        policy: str,
+        temperature: float,
+        pass_k_values: Iterable[int] = DEFAULT_PASS_K,
+        success_threshold: float | None = None,
+        wall_s: float = 0.0,
+        metadata: dict[str, Any] | None = None,
+    ) -> EvalReport:
+        """Summarise episodes. Rows are grouped by `metadata["row"]`, else by prompt."""
+        groups: dict[Any, list[bool]] = {}
+        rewards: list[float] = []
+        turns: Counter[int] = Counter()
+        failures: Counter[str] = Counter()
+        outcomes: Counter[str] = Counter()
+        stops: Counter[str] = Counter()
+        by_tool: Counter[str] = Counter()
+        calls: list[int] = []
+        prompt_tokens = completion_tokens = 0
+        for t in trajectories:
+            ok = is_solved(t, success_threshold)
+            groups.setdefault(t.metadata.get("row", t.prompt), []).append(ok)
+            rewards.append(t.reward.total if t.reward else 0.0)
+            turns[len(t.turns)] += 1
+            failures.update(set(t.failure_kinds))
+            outcomes[(t.reward.outcome if t.reward else "") or "-"] += 1
+            stops[t.stop_reason or "-"] += 1
+            calls.append(t.tool_calls)
+            for turn in t.turns:
+                by_tool.update(c.name for c in turn.assistant.tool_calls or [])
+                prompt_tokens += turn.prompt_tokens
+                completion_tokens += turn.completion_tokens
+
+        n = len(trajectories)
+        samples = min((len(g) for g in groups.values()), default=0)
+        pass_k: dict[int, float] = {}
+        for k in sorted(set(pass_k_values)):
+            if 1 <= k <= samples:
+                pass_k[k] = statistics.fmean(pass_at_k(len(g), sum(g), k) for g in groups.values())
+        solved = sum(sum(g) for g in groups.values())
+        return cls(
+            task=task,
+            policy=policy,
+            temperature=temperature,
+            rows=len(groups),
+            samples_per_row=samples,
+            episodes=n,
+            solved=solved,
+            solve_rate=solved / n if n else 0.0,
+            pass_at_k=pass_k,
+            success_threshold=success_threshold,
+            mean_reward=statistics.fmean(rewards) if rewards else 0.0,
+            std_reward=statistics.pstdev(rewards) if len(rewards) > 1 else 0.0,
+            mean_turns=statistics.fmean(turns.elements()) if n else 0.0,
+            turn_histogram=dict(sorted(turns.items())),
+            tool_calls=ToolCallStats(
+                total=sum(calls),
+                mean=statistics.fmean(calls) if calls else 0.0,
+                max=max(calls, default=0),
+                by_tool=dict(by_tool.most_common()),
+            ),
+            failure_kinds=dict(failures.most_common()),
+            outcomes=dict(outcomes.most_common()),
+            stop_reasons=dict(stops.most_common()),
+            prompt_tokens=prompt_tokens or None,
+            completion_tokens=completion_tokens or None,
+            wall_s=wall_s,
+            metadata=dict(metadata or {}),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (pass@k keys become strings, as JSON requires)."""
+        return self.model_dump(mode="json")
+
+    def render(self) -> Table:
+        """A two-column rich table of this report."""
+        from rich.table import Table
+
+        table = Table(title=f"{self.task} · {self.policy} · temperature {self.temperature:g}")
+        table.add_column("metric", style="bold")
+        table.add_column("value")
+        for name, value in self._summary_rows():
+            table.add_row(name, value)
+        return table
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        rows = [
+            ("rows × samples", f"{self.rows} × {self.samples_per_row} = {self.episodes} episodes"),
+            ("solve rate", f"{self.solve_rate:.1%} ({self.solved}/{self.episodes})"),
+        ]
+        rows += [(f"pass@{k}", f"{v:.1%}") for k, v in self.pass_at_k.items()]
+        rows += [
+            ("reward", f"{self.mean_reward:.4f} ± {self.std_reward:.4f}"),
+            ("turns", f"mean {self.mean_turns:.2f}; " + _counts(self.turn_histogram)),
+            (
+                "tool calls",
+                f"mean {self.tool_calls.mean:.2f}, max {self.tool_calls.max}; "
+                + _counts(self.tool_calls.by_tool),
+            ),
+            ("outcomes", _counts(self.outcomes)),
+            ("failure kinds", _counts(self.failure_kinds)),
+            ("stop reasons", _counts(self.stop_reasons)),
+        ]
+        if self.prompt_tokens is not None or self.completion_tokens is not None:
+            rows.append(
+                (
+                    "tokens",
+                    f"prompt {self.prompt_tokens or 0}, completion {self.completion_tokens or 0}",
+                )
+            )
+        rows.append(("wall time", f"{self.wall_s:.2f}s"))
+        return rows
+
+
+def reports_table(reports: Sequence[EvalReport]) -> Table:
+    """One rich table comparing several reports (one row each: policy, temperature, metrics)."""
+    from rich.table import Table
+
+    ks = sorted({k for r in reports for k in r.pass_at_k})
+    table = Table(title=f"eval · {reports[0].task}" if reports else "eval")
+    for col in ("policy", "temp", "episodes", "solve rate", *(f"pass@{k}" for k in ks)):
+        table.add_column(col, justify="right" if col != "policy" else "left")
+    table.add_column("reward", justify="right")
+    table.add_column("turns", justify="right")
+    table.add_column("failures")
+    for r in reports:
+        table.add_row(
+            r.policy,
+            f"{r.temperature:g}",
+            str(r.episodes),
+            f"{r.solve_rate:.1%}",
+            *(f"{r.pass_at_k[k]:.1%}" if k in r.pass_at_k else "-" for k in ks),
+            f"{r.mean_reward:.3f} ± {r.std_reward:.3f}",
+            f"{r.mean_turns:.2f}",
+            _counts(r.failure_kinds),
+        )
+    return table
+
+
+def is_solved(trajectory: Trajectory, success_threshold: float | None = None) -> bool:
+    """`reward.total >= success_threshold` when a threshold is given, else `reward.solved`."""
+    reward = trajectory.reward
+    if reward is None:
+        return False
+    if success_threshold is not None:
+        return reward.total >= success_threshold
+    return reward.solved
+
+
+async def evaluate(
+    task: Task[Any],
+    prompts: Sequence[str],
+    policy: Policy,
+    *,
+    temperatures: Sequence[float] = (1.0,),
+    samples_per_row: int = 1,
+    sampling: Sampling | None = None,
+    limits: EpisodeLimits | None = None,
+    concurrency: int = 32,
+    pass_k_values: Iterable[int] = DEFAULT_PASS_K,
+    success_threshold: float | None = None,
+    reward_fn: RewardFn | None = None,
+    on_episode: EpisodeCallback | None = None,
+    policy_name: str | None = None,
+) -> tuple[list[EvalReport], list[Trajectory]]:
+    """Play every prompt `samples_per_row` times at each temperature; one report each.
+
+    Trajectories carry `metadata = {"row", "sample", "temperature", "policy"}`. With a fixed
+    `sampling.seed`, a server returns the same sample every time, so pass@k would only
+    repeat pass@1: leave the seed unset when `samples_per_row > 1`.
+    """
+    if samples_per_row < 1:
+        raise ValueError(f"samples_per_row must be >= 1, got {samples_per_row}")
+    if not prompts:
+        raise ValueError("evaluate() needs at least one prompt")
+    pass_k_values = list(pass_k_values)
+    base = sampling or Sampling()
+    name = policy_name or getattr(policy, "name", "") or type(policy).__name__
+    reports: list[EvalReport] = []
+    all_trajectories: list[Trajectory] = []
+    expanded = [p for p in prompts for _ in range(samples_per_row)]
+    for temperature in temperatures:
+        meta = _metadata(samples_per_row, temperature, name)
+        started = time.perf_counter()
+        trajectories = await run_episodes(
+            task,
+            expanded,
+            policy,
+            sampling=base.model_copy(update={"temperature": temperature}),
+            limits=limits,
+            reward_fn=reward_fn,
+            concurrency=concurrency,
+            on_episode=on_episode,
+            metadata=meta,
+        )
+        reports.append(
+            EvalReport.from_trajectories(
+                trajectories,
+                task=task.name,
+                policy=name,
+                temperature=temperature,
+                pass_k_values=pass_k_values,
+                success_threshold=success_threshold,
+                wall_s=time.perf_counter() - started,
+            )
+        )
+        all_trajectories.extend(trajectories)
+    return reports, all_trajectories
+
+
+def _metadata(samples: int, temperature: float, policy: str) -> Callable[[int], dict[str, Any]]:
+    def meta(i: int) -> dict[str, Any]:
+        return {
+            "row": i // samples,
+            "sample": i % samples,
+            "temperature": temperature,
+            "policy": policy,
+        }
+
+    return meta
+
+
+def _counts(counts: dict[Any, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "-"
