@@ -146,6 +146,27 @@ class SageMakerConfig(_Section):
         default_factory=dict, description="Sent verbatim (names the service knows and we don't)."
     )
     tags: dict[str, str] = Field(default_factory=dict)
+    send_hyperparameters: Literal["all", "set"] = Field(
+        "all",
+        description="all: send every shared hyperparameter, so a config means the same on "
+        "both backends; set: only those set in the config or flags, leaving the rest to the "
+        "base model's recipe defaults (the SDK's behaviour; gpt-oss-20b's differ).",
+    )
+    evaluation_s3_uri: str | None = Field(
+        None, description="Rows for evaluation jobs (default: validation_s3_uri)."
+    )
+    eval_group_size: int | None = Field(
+        None,
+        ge=1,
+        description="Episodes per row in an evaluation job (default: eval.samples_per_row); "
+        "pass@k is reported for the pass_k_values <= this.",
+    )
+    poll_s: float = Field(30.0, gt=0, description="Seconds between DescribeJob polls (--wait).")
+    price_file: str | None = Field(
+        None,
+        description="YAML/JSON price table (USD per million prefill/sampling/training "
+        "tokens); the built-in prices are assumptions.",
+    )
 
 
 class Config(_Section):
