@@ -73,6 +73,14 @@ class LocalConfig(_Section):
         None, description="Use a running vLLM server instead of starting one."
     )
     vllm_args: list[str] = Field(default_factory=list, description="Extra `vllm serve` arguments.")
+    vllm_python: str | None = Field(
+        None,
+        description="Interpreter that has vLLM (default: $AGENTRFT_VLLM_PYTHON, .venv-vllm, "
+        "or this one when it imports vllm).",
+    )
+    tiny_model: Literal["156k", "1m", "5m"] = Field(
+        "1m", description="Size of the built-in tiny model used when `model` is None on CPU."
+    )
     device: str = Field("auto", description="auto, cpu, cuda, cuda:N.")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto", description="auto: bf16 on GPU, fp32 on CPU."
@@ -106,6 +114,13 @@ class LocalConfig(_Section):
         None, description="Default: a sqlite store inside the run directory."
     )
     mlflow_experiment: str = "agentrft"
+    tracking: Literal["mlflow", "none"] = Field(
+        "mlflow", description="mlflow: log params/metrics to MLflow; none: metrics.jsonl only."
+    )
+    eval_before: bool = Field(
+        True, description="Evaluate the starting policy before training (the 'before' row)."
+    )
+    eval_after: bool = Field(True, description="Evaluate the trained adapter after training.")
 
 
 class SageMakerConfig(_Section):
