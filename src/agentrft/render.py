@@ -111,9 +111,7 @@ def _call_text(call: ToolCall) -> Text:
 
 def reward_table(reward: RewardResult) -> Table:
     """The reward breakdown: components, total, outcome tier, solved."""
-    outcome = reward.outcome or "-"
-    solved = "solved" if reward.solved else "not solved"
-    table = Table(title=f"reward {reward.total:+.4f} · {outcome} · {solved}", title_justify="left")
+    table = Table(title="reward", title_justify="left", title_style="bold")
     table.add_column("component")
     table.add_column("value", justify="right")
     for name, value in reward.components.items():
@@ -121,6 +119,9 @@ def reward_table(reward: RewardResult) -> Table:
     if reward.shaping and "shaping" not in reward.components:
         table.add_row("shaping (raw)", f"{reward.shaping:+.4f}")
     table.add_row(Text("total", style="bold"), Text(f"{reward.total:+.4f}", style="bold"))
+    table.add_section()
+    table.add_row("outcome tier", reward.outcome or "-")
+    table.add_row("solved", Text("yes", style="green") if reward.solved else Text("no", style="red"))
     return table
 
 

@@ -26,6 +26,9 @@ SPEC_HELP = (
 )
 
 
+OPENAI_URL = "https://api.openai.com/v1"
+
+
 class PolicySpecError(ValueError):
     """A `--policy` spec cannot be resolved; the message says which forms are accepted."""
 
@@ -73,7 +76,7 @@ def resolve_policy(
         if api_key:
             kwargs["api_key"] = api_key
         if headers:
-            kwargs["extra_headers"] = dict(headers)
+            kwargs["headers"] = dict(headers)
         return LiteLLMPolicy(**kwargs)
     raise PolicySpecError(f"unknown policy {spec!r}; use {SPEC_HELP}")
 
@@ -88,10 +91,10 @@ def _openai(
     from agentrft.policies.openai_client import OpenAIPolicy
 
     return OpenAIPolicy(
-        base_url=base_url,
-        model=model,
+        model,
+        base_url or OPENAI_URL,
         api_key=_key(api_key),
-        default_headers=dict(headers) if headers else None,
+        headers=dict(headers) if headers else None,
     )
 
 
