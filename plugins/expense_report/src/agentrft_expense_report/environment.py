@@ -205,7 +205,7 @@ class ExpenseReportEnv(Environment):
             raise ToolError("Error: amount_usd must be positive.")
         self.line_items[r.id] = (category, cents)
         self._ok("add_line_item")
-        return f"Added line item {r.id}: {category}, {fmt(cents)} USD."
+        return f"Added a {category} line item for {r.id}."
 
     @tool
     def remove_line_item(self, receipt_id: str) -> str:

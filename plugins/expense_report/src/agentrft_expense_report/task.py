@@ -35,7 +35,7 @@ from agentrft_expense_report.environment import ExpenseReportEnv
 from agentrft_expense_report.generator import DIFFICULTIES, generate_trip
 from agentrft_expense_report.money import fmt
 from agentrft_expense_report.reward import TIERS, expense_reward
-from agentrft_expense_report.rules import adjudicate
+from agentrft_expense_report.rules import adjudicate, non_reimbursable_portion
 from agentrft_expense_report.trip import Trip
 
 #: Instance seeds are split by their last digit so splits can never share a trip.
@@ -144,7 +144,7 @@ class ExpenseReportTask(Task[ExpenseInstance]):
         return expense_reward(env, trajectory)
 
     def hidden_values(self, instance: ExpenseInstance) -> list[str]:
-        """The right report's total (and any partial meal amount) as shown with 2 decimals.
+        """The right report's total (and any meal amount cut by the daily cap), 2 decimals.
 
         Per-item amounts mostly equal a conversion the model may ask for, so they are not
         secrets; the total and the daily-cap remainders are sums nothing ever shows. A value
@@ -154,11 +154,15 @@ class ExpenseReportTask(Task[ExpenseInstance]):
         decisions = adjudicate(trip.receipts, trip.policy, trip.start, trip.end)
         public = _public_numbers(trip)
         secrets = [fmt(sum(d.amount_cents for d in decisions))]
-        gross = {
-            r.id: trip.policy.to_usd(r.amount_cents, r.currency, r.date) for r in trip.receipts
+        # A meal trimmed by the daily cap claims an amount no conversion shows.
+        uncapped = {
+            r.id: trip.policy.to_usd(
+                r.amount_cents - non_reimbursable_portion(r.notes), r.currency, r.date
+            )
+            for r in trip.receipts
         }
         for d in decisions:
-            if d.category == "meals" and d.amount_cents < gross[d.receipt_id]:
+            if d.category == "meals" and d.amount_cents < uncapped[d.receipt_id]:
                 secrets.append(fmt(d.amount_cents))
         return [s for s in dict.fromkeys(secrets) if s not in public]
 
