@@ -101,7 +101,9 @@ def test_success_threshold_replaces_the_solved_flag() -> None:
     assert not is_solved(t)
     assert is_solved(t, success_threshold=0.5)
     assert not is_solved(_traj(0, True, 0.4, 1, []), success_threshold=0.5)
-    r = EvalReport.from_trajectories([t], task="t", policy="p", temperature=1, success_threshold=0.5)
+    r = EvalReport.from_trajectories(
+        [t], task="t", policy="p", temperature=1, success_threshold=0.5
+    )
     assert r.solved == 1 and r.success_threshold == 0.5
 
 

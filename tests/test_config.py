@@ -1,0 +1,141 @@
+"""Config: YAML and TOML files, `--set` overrides, and unknown keys with the nearest name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentrft.config import (
+    SHARED_HYPERPARAMETERS,
+    Config,
+    ConfigError,
+    dump_config,
+    load_config,
+    read_config_file,
+)
+
+YAML = """\
+task: find_number
+group_size: 16
+learning_rate: 1.0e-5
+pass_k_values: [1, 4]
+local:
+  model: tiny
+  lora_target_modules: [q_proj, v_proj]
+sagemaker:
+  region: us-west-2
+  tags: {team: rl}
+eval:
+  temperatures: [0.6, 1.0]
+"""
+
+TOML = """\
+task = "find_number"
+group_size = 16
+learning_rate = 1.0e-5
+pass_k_values = [1, 4]
+
+[local]
+model = "tiny"
+lora_target_modules = ["q_proj", "v_proj"]
+
+[sagemaker]
+region = "us-west-2"
+tags = { team = "rl" }
+
+[eval]
+temperatures = [0.6, 1.0]
+"""
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_yaml_and_toml_give_the_same_config(tmp_path: Path) -> None:
+    from_yaml = load_config(_write(tmp_path, "c.yaml", YAML))
+    from_toml = load_config(_write(tmp_path, "c.toml", TOML))
+    assert from_yaml == from_toml
+    assert from_yaml.group_size == 16
+    assert from_yaml.learning_rate == pytest.approx(1e-5)
+    assert from_yaml.local.model == "tiny"
+    assert from_yaml.local.lora_target_modules == ["q_proj", "v_proj"]
+    assert from_yaml.sagemaker.tags == {"team": "rl"}
+    assert from_yaml.eval.temperatures == [0.6, 1.0]
+
+
+def test_overrides_win_over_flags_which_win_over_the_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, "c.yaml", YAML)
+    cfg = load_config(
+        path,
+        values={"local.model": "from-flag", "max_steps": 7, "local.adapter": None},
+        overrides=["local.model=from-set", "group_size=4", "eval.temperatures=[0.2]"],
+    )
+    assert cfg.local.model == "from-set"
+    assert cfg.max_steps == 7
+    assert cfg.group_size == 4
+    assert cfg.eval.temperatures == [0.2]
+    assert cfg.local.adapter is None  # None flags do not override
+
+
+def test_override_values_are_typed() -> None:
+    cfg = load_config(overrides=["clip_high_threshold=1.28", "local.kl_beta=0", "seed=7"])
+    assert cfg.clip_high_threshold == pytest.approx(1.28)
+    assert cfg.seed == 7 and isinstance(cfg.seed, int)
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("group_sise=4", "unknown key 'group_sise'; did you mean 'group_size'?"),
+        ("learning_rte=1", "did you mean 'learning_rate'?"),
+        ("local.modle=x", "unknown key 'local.modle'; did you mean 'local.model'?"),
+        ("sagemaker.regoin=x", "did you mean 'sagemaker.region'?"),
+        ("eval.temperature=[1]", "did you mean 'eval.temperatures'?"),
+    ],
+)
+def test_unknown_key_suggests_the_nearest(override: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        load_config(overrides=[override])
+    assert expected in str(exc.value)
+
+
+def test_unknown_key_in_a_file_names_the_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, "c.toml", "[local]\nmodle = 'x'\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config(path)
+    assert str(path) in str(exc.value) and "did you mean 'local.model'?" in str(exc.value)
+
+
+def test_bad_values_are_explained() -> None:
+    with pytest.raises(ConfigError, match=r"group_size: .*(greater|less) than"):
+        load_config(overrides=["group_size=1"])
+    with pytest.raises(ConfigError, match="loss_fn"):
+        load_config(overrides=["loss_fn=adam"])
+    with pytest.raises(ConfigError, match="key=value"):
+        load_config(overrides=["group_size"])
+
+
+def test_bad_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        read_config_file(tmp_path / "missing.yaml")
+    with pytest.raises(ConfigError, match="does not parse"):
+        read_config_file(_write(tmp_path, "bad.toml", "group_size = = 3"))
+    with pytest.raises(ConfigError, match="use a .yaml, .yml or .toml"):
+        read_config_file(_write(tmp_path, "c.ini", "x=1"))
+    with pytest.raises(ConfigError, match="mapping"):
+        read_config_file(_write(tmp_path, "list.yaml", "- 1\n- 2\n"))
+
+
+@pytest.mark.parametrize(("fmt", "suffix"), [("yaml", ".yaml"), ("toml", ".toml")])
+def test_dump_reads_back_to_the_same_config(tmp_path: Path, fmt: str, suffix: str) -> None:
+    cfg = load_config(_write(tmp_path, "c.yaml", YAML))
+    path = _write(tmp_path, "dumped" + suffix, dump_config(cfg, fmt))  # type: ignore[arg-type]
+    assert load_config(path) == cfg
+
+
+def test_shared_hyperparameters_sit_at_the_top_level() -> None:
+    assert set(SHARED_HYPERPARAMETERS) <= set(Config.model_fields)
