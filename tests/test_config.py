@@ -124,7 +124,7 @@ def test_bad_files(tmp_path: Path) -> None:
         read_config_file(tmp_path / "missing.yaml")
     with pytest.raises(ConfigError, match="does not parse"):
         read_config_file(_write(tmp_path, "bad.toml", "group_size = = 3"))
-    with pytest.raises(ConfigError, match="use a .yaml, .yml or .toml"):
+    with pytest.raises(ConfigError, match=r"use a \.yaml, \.yml or \.toml"):
         read_config_file(_write(tmp_path, "c.ini", "x=1"))
     with pytest.raises(ConfigError, match="mapping"):
         read_config_file(_write(tmp_path, "list.yaml", "- 1\n- 2\n"))

@@ -114,7 +114,7 @@ def test_parquet_null_prompt_is_reported_by_row(tmp_path: Path) -> None:
 def test_corrupt_parquet_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "broken.parquet"
     path.write_bytes(b"not parquet at all")
-    with pytest.raises(DatasetError, match="broken.parquet is not a readable Parquet file"):
+    with pytest.raises(DatasetError, match=r"broken\.parquet is not a readable Parquet file"):
         read_rows(path)
 
 

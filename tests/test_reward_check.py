@@ -83,7 +83,7 @@ def test_shaping_that_crosses_tiers_fails() -> None:
 
 
 def test_hand_written_samples_are_checked() -> None:
-    with pytest.raises(AssertionError, match="tier 'loss' \\(close miss\\) scored 0.2000"):
+    with pytest.raises(AssertionError, match=r"tier 'loss' \(close miss\) scored 0\.2000"):
         assert_reward_order(ProbingTask())
 
 
