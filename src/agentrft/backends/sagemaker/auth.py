@@ -134,19 +134,59 @@ class BearerTokenProvider:
             assert self._token is not None
             return self._token
 
+    def cached(self) -> str | None:
+        """The token if one is cached and fresh, else None (never signs; never blocks long)."""
+        with self._lock:
+            if self._token is not None and self._clock() - self._minted_at < self.cache_s:
+                return self._token
+            return None
+
+    def invalidate(self, stale: str | None = None) -> None:
+        """Drop the cached token after a 401/403, unless it is no longer `stale`.
+
+        Rollouts that got a 403 with the same old token all call this; only the first
+        drops it, so the burst costs one re-sign, not one per rollout.
+        """
+        with self._lock:
+            if stale is None or self._token == stale:
+                self._token = None
+
     def refresh(self, stale: str | None = None) -> str:
         """Re-sign after an auth failure, unless another caller already replaced `stale`."""
-        with self._lock:
-            if self._token is None or stale is None or self._token == stale:
-                self._mint_locked()
-            assert self._token is not None
-            return self._token
+        self.invalidate(stale)
+        return self.token()
 
     def _mint_locked(self) -> None:
         credentials = self._session_factory().get_credentials()
         self._token = mint_bearer_token(credentials, self.region, self.expires_s)
         self._minted_at = self._clock()
         self.mints += 1
+
+
+class RolloutToken:
+    """One rollout's view of a shared `BearerTokenProvider`, in `OpenAIPolicy`'s protocol.
+
+    Calling it returns the shared token (signing off the event loop when the cache is
+    stale); `invalidate()` after a 401/403 drops the shared token only if it is still the
+    one this rollout used.
+    """
+
+    def __init__(self, provider: BearerTokenProvider) -> None:
+        self.provider = provider
+        self.last: str | None = None
+
+    async def __call__(self) -> str:
+        import asyncio
+
+        token = self.provider.cached()
+        if token is None:
+            # Signing may resolve credentials (container endpoint, STS): not on the loop.
+            token = await asyncio.to_thread(self.provider.token)
+        self.last = token
+        return token
+
+    def invalidate(self) -> None:
+        self.provider.invalidate(self.last)
 
 
 class TokenProviders:

@@ -75,7 +75,9 @@ class JobRuntimeReporter:
                 from botocore.config import Config
 
                 session = boto3.Session(botocore_session=self._session_factory())
-                config = Config(retries=REPORT_RETRIES, **REPORT_TIMEOUTS, **self._client_config)
+                config = Config(
+                    **{"retries": REPORT_RETRIES, **REPORT_TIMEOUTS, **self._client_config}
+                )
                 found = session.client(
                     "sagemakerjobruntime", region_name=region, endpoint_url=endpoint, config=config
                 )

@@ -23,7 +23,7 @@ from typing import Any
 from bedrock_agentcore import BedrockAgentCoreApp
 from starlette.responses import JSONResponse, Response
 
-from agentrft.backends.sagemaker.auth import BearerTokenProvider, TokenProviders
+from agentrft.backends.sagemaker.auth import BearerTokenProvider, RolloutToken, TokenProviders
 from agentrft.backends.sagemaker.job_runtime import JobRuntimeReporter, ReportOutcome
 from agentrft.backends.sagemaker.payload import POLICY_MODEL, RolloutPayload, parse_payload
 from agentrft.policy import Policy
@@ -36,19 +36,38 @@ log = logging.getLogger("agentrft.runtime")
 #: Builds the policy for one rollout from its payload and the region's token provider.
 PolicyFactory = Callable[[RolloutPayload, BearerTokenProvider], Policy]
 
-# Failure kinds that mean the policy model was never reached.
+#: Used only if the task's own lowest_reward() is broken.
 _FALLBACK_LOWEST = -1.0
+#: One policy request may generate thousands of tokens on a busy job: be patient.
+POLICY_TIMEOUT_S = 300.0
+#: Retries of 429 / 5xx / timeouts / connection errors (plus one re-sign on 401/403).
+POLICY_MAX_RETRIES = 4
 
 
-def openai_policy_factory(payload: RolloutPayload, tokens: BearerTokenProvider) -> Policy:
-    """The job runtime's policy: the core OpenAI-compatible client, bearer-authenticated."""
+def openai_policy_factory(
+    payload: RolloutPayload,
+    tokens: BearerTokenProvider,
+    *,
+    max_retries: int = POLICY_MAX_RETRIES,
+    backoff_base_s: float = 0.5,
+    timeout_s: float = POLICY_TIMEOUT_S,
+) -> Policy:
+    """The job runtime's policy: the core OpenAI-compatible client, bearer-authenticated.
+
+    Requests go to `{endpoint}/v1/chat/completions` with model `default`, the rollout's two
+    `X-Amzn-SageMaker-*` headers, and a bearer token re-signed once on a 401/403.
+    """
     from agentrft.policies.openai_client import OpenAIPolicy
 
     return OpenAIPolicy(
-        base_url=payload.base_url,
-        model=POLICY_MODEL,
-        token_provider=tokens,
-        default_headers=payload.headers(),
+        POLICY_MODEL,
+        payload.base_url,
+        token_provider=RolloutToken(tokens),
+        headers=payload.headers(),
+        timeout_s=timeout_s,
+        max_retries=max_retries,
+        backoff_base_s=backoff_base_s,
+        name="sagemaker-job-runtime",
     )
 
 

@@ -65,8 +65,15 @@ def deploy(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Show every step and request without calling AWS."
     ),
+    force: bool = typer.Option(
+        False, "--force", help="Update even while SageMaker AI jobs run (they may fail)."
+    ),
 ) -> None:
-    """Build the code bundle for TASK and create or update its AgentCore runtime."""
+    """Build the code bundle for TASK and create or update its AgentCore runtime.
+
+    Never redeploy while a job uses the runtime: in-flight rollouts lose their sampling
+    requests and the service fails the job.
+    """
     from agentrft.backends.sagemaker.deploy import deploy_command
 
     deploy_command(
@@ -80,6 +87,7 @@ def deploy(
         no_deps=no_deps,
         wait=wait,
         dry_run=dry_run,
+        force=force,
     )
 
 
