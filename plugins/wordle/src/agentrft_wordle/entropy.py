@@ -1,0 +1,80 @@
+"""Feedback entropy: how much a guess is expected to reveal about the answer.
+
+The entropy of a guess over a set of equally likely answers is that of the distribution of
+feedback patterns it produces. The game uses it to score first guesses; the expert uses the
+whole table to choose its guesses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from agentrft_wordle.feedback import N_PATTERNS, letters_array, pattern_matrix
+from agentrft_wordle.words import allowed_words, answer_pool, answer_words
+
+
+def entropy_of_codes(codes: np.ndarray) -> float:
+    """Entropy in bits of the feedback codes of one guess over equally likely answers."""
+    counts = np.bincount(codes, minlength=N_PATTERNS)
+    counts = counts[counts > 0]
+    p = counts / counts.sum()
+    return float(-(p * np.log2(p)).sum())
+
+
+def row_entropies(matrix: np.ndarray) -> np.ndarray:
+    """Entropy in bits of every row of a (guesses, answers) pattern matrix."""
+    n_rows, n_cols = matrix.shape
+    if n_cols == 0:
+        return np.zeros(n_rows)
+    offsets = (np.arange(n_rows, dtype=np.int64) * N_PATTERNS)[:, None]
+    counts = np.bincount((matrix + offsets).ravel(), minlength=n_rows * N_PATTERNS)
+    p = counts.reshape(n_rows, N_PATTERNS) / n_cols
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, p * np.log2(p), 0.0)
+    return -terms.sum(axis=1)
+
+
+@lru_cache(maxsize=4096)
+def guess_entropy(word: str) -> float:
+    """Entropy in bits of `word`'s feedback over the full answer list (any 5 letters a-z)."""
+    return entropy_of_codes(answer_pool().codes(word.lower()))
+
+
+@dataclass(frozen=True)
+class PatternTable:
+    """Every allowed guess against every answer, and each guess's entropy."""
+
+    guesses: tuple[str, ...]
+    answers: tuple[str, ...]
+    matrix: np.ndarray  # (len(guesses), len(answers)) uint8 feedback codes
+    entropy: np.ndarray  # (len(guesses),) bits over all answers
+
+    def index(self, word: str) -> int | None:
+        return _guess_index(self.guesses).get(word)
+
+
+@lru_cache(maxsize=1)
+def pattern_table() -> PatternTable:
+    """Built once per process (about 2 s on one core), then shared."""
+    return build_pattern_table()
+
+
+def build_pattern_table() -> PatternTable:
+    guesses, answers = allowed_words(), answer_words()
+    matrix = pattern_matrix(letters_array(list(guesses)), letters_array(list(answers)))
+    matrix.setflags(write=False)
+    return PatternTable(guesses, answers, matrix, row_entropies(matrix))
+
+
+def entropy_table() -> dict[str, float]:
+    """Each allowed guess's feedback entropy (bits) over the answer list."""
+    table = pattern_table()
+    return dict(zip(table.guesses, table.entropy.tolist(), strict=True))
+
+
+@lru_cache(maxsize=4)
+def _guess_index(guesses: tuple[str, ...]) -> dict[str, int]:
+    return {w: i for i, w in enumerate(guesses)}

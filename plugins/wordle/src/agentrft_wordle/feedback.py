@@ -1,0 +1,155 @@
+"""Wordle feedback: the per-letter marks for a guess, scalar and vectorised.
+
+A feedback pattern is five marks, `G` (green: right place), `Y` (yellow: in the word
+elsewhere) and `X` (gray). The vectorised form encodes a pattern as one integer in
+0..242, mark i contributing `state * 3**i` with gray=0, yellow=1, green=2.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+GREEN, YELLOW, GRAY = "G", "Y", "X"
+ALL_GREEN = GREEN * 5
+#: Number of distinct patterns (3**5).
+N_PATTERNS = 243
+_STATE = {GRAY: 0, YELLOW: 1, GREEN: 2}
+_MARK = {v: k for k, v in _STATE.items()}
+_POW3 = np.array([1, 3, 9, 27, 81], dtype=np.uint8)
+
+
+def score_guess(guess: str, answer: str) -> str:
+    """The feedback for `guess` against `answer`: five characters from G, Y, X.
+
+    Repeated letters follow the standard rule: greens are marked first, then yellows left
+    to right only while the answer still has unmatched copies of that letter.
+
+    >>> score_guess("speed", "abide")
+    'XXYXY'
+    """
+    guess, answer = guess.lower(), answer.lower()
+    if len(guess) != 5 or len(answer) != 5:
+        raise ValueError(f"score_guess needs two 5-letter words, got {guess!r} and {answer!r}")
+    marks = [GRAY] * 5
+    unmatched: Counter[str] = Counter()
+    for i, (g, a) in enumerate(zip(guess, answer, strict=True)):
+        if g == a:
+            marks[i] = GREEN
+        else:
+            unmatched[a] += 1
+    for i, g in enumerate(guess):
+        if marks[i] != GREEN and unmatched[g] > 0:
+            marks[i] = YELLOW
+            unmatched[g] -= 1
+    return "".join(marks)
+
+
+def encode(feedback: str) -> int:
+    """The integer code (0..242) of a feedback string such as "XXYXY"."""
+    return sum(_STATE[m] * 3**i for i, m in enumerate(feedback))
+
+
+def decode(code: int) -> str:
+    """The feedback string of an integer code."""
+    marks = []
+    for _ in range(5):
+        code, state = divmod(code, 3)
+        marks.append(_MARK[state])
+    return "".join(marks)
+
+
+def letters_array(words: list[str]) -> np.ndarray:
+    """Words as a (n, 5) uint8 array of letter indices 0..25."""
+    if not words:
+        return np.zeros((0, 5), dtype=np.uint8)
+    raw = np.frombuffer("".join(words).encode("ascii"), dtype=np.uint8).reshape(len(words), 5)
+    return raw - ord("a")
+
+
+def pattern_matrix(guesses: np.ndarray, answers: np.ndarray, chunk: int = 256) -> np.ndarray:
+    """Feedback codes of every guess against every answer: a (n_guesses, n_answers) uint8.
+
+    Same rule as `score_guess`, vectorised: position i of the guess is yellow when it is
+    not green and the answer's unmatched copies of that letter outnumber the non-green
+    copies earlier in the guess (those take the yellows first, left to right). Guesses are
+    processed in chunks so the (chunk, n_answers, 5) intermediates stay in cache.
+    """
+    out = np.empty((len(guesses), len(answers)), dtype=np.uint8)
+    for start in range(0, len(guesses), chunk):
+        out[start : start + chunk] = _pattern_block(guesses[start : start + chunk], answers)
+    return out
+
+
+def _pattern_block(guesses: np.ndarray, answers: np.ndarray) -> np.ndarray:
+    g = guesses[:, None, :]  # (G, 1, 5)
+    a = answers[None, :, :]  # (1, A, 5)
+    green = g == a  # (G, A, 5)
+    codes = np.zeros(green.shape[:2], dtype=np.uint8)
+    not_green_answer = ~green
+    for i in range(5):
+        letter = g[:, :, i : i + 1]  # (G, 1, 1)
+        # Copies of this letter in the answer not already matched by a green.
+        unmatched = ((a == letter) & not_green_answer).sum(axis=2, dtype=np.uint8)
+        # Copies earlier in the guess that were not green: they claim yellows first.
+        earlier = np.zeros_like(unmatched)
+        for k in range(i):
+            earlier += (guesses[:, k] == guesses[:, i])[:, None] & not_green_answer[:, :, k]
+        yellow = ~green[:, :, i] & (unmatched > earlier)
+        codes += (green[:, :, i] * np.uint8(2) + yellow) * _POW3[i]
+    return codes
+
+
+class AnswerPool:
+    """A fixed list of possible answers with fast feedback codes for one guess at a time.
+
+    `codes(guess)` is what the game calls after every guess (to count the answers still
+    possible); it uses per-answer letter counts, so a guess costs a handful of vector ops
+    over the pool, and the most recent rows are memoised.
+    """
+
+    def __init__(self, words: list[str] | tuple[str, ...], cache_size: int = 4096) -> None:
+        self.words = tuple(words)
+        self.letters = letters_array(list(self.words))
+        self.counts = np.zeros((len(self.words), 26), dtype=np.uint8)
+        rows = np.repeat(np.arange(len(self.words)), 5)
+        np.add.at(self.counts, (rows, self.letters.ravel()), 1)
+        self._cache: dict[str, np.ndarray] = {}
+        self._cache_size = cache_size
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def codes(self, guess: str) -> np.ndarray:
+        """Feedback codes (0..242) of `guess` against every word of the pool (read-only)."""
+        guess = guess.lower()
+        row = self._cache.get(guess)
+        if row is None:
+            row = self._compute(guess)
+            row.setflags(write=False)
+            if len(self._cache) >= self._cache_size:
+                self._cache.pop(next(iter(self._cache)))  # oldest first: dicts keep order
+            self._cache[guess] = row
+        return row
+
+    def _compute(self, guess: str) -> np.ndarray:
+        g = letters_array([guess])[0]
+        green = self.letters == g  # (n, 5)
+        codes = (green * (_POW3 * np.uint8(2))).sum(axis=1, dtype=np.uint8)
+        positions: dict[int, list[int]] = {}
+        for p, letter in enumerate(g.tolist()):
+            positions.setdefault(letter, []).append(p)
+        for letter, ps in positions.items():
+            if len(ps) == 1:
+                p = ps[0]
+                codes += (~green[:, p] & (self.counts[:, letter] > 0)) * _POW3[p]
+                continue
+            # Repeated letter: unmatched copies go to the non-green positions left to right.
+            available = self.counts[:, letter] - green[:, ps].sum(axis=1, dtype=np.uint8)
+            claimed = np.zeros(len(self.words), dtype=np.uint8)
+            for p in ps:
+                not_green = ~green[:, p]
+                codes += (not_green & (available > claimed)) * _POW3[p]
+                claimed += not_green
+        return codes
