@@ -15,6 +15,11 @@ class BackendUnavailable(RuntimeError):
     """The backend's optional dependencies are missing; the message names the extra."""
 
 
+class BackendError(RuntimeError):
+    """A backend failed in a way the user can fix (bad ARN, wrong region, missing role);
+    the message names the input and the fix. The CLI prints it without a traceback."""
+
+
 class Backend(ABC):
     """A training/evaluation backend.
 

@@ -11,13 +11,15 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentrft.backend import BackendError
+
 if TYPE_CHECKING:
     import boto3
 
     from agentrft.config import SageMakerConfig
 
 
-class SageMakerError(RuntimeError):
+class SageMakerError(BackendError):
     """A SageMaker-backend failure with a message that names the input and the fix."""
 
 

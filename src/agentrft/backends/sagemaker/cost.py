@@ -81,9 +81,7 @@ def load_prices(path: str | Path | None = None, model: str | None = None) -> Pri
         raise SageMakerError(f"price file {p}: prices must be numbers") from None
     if any(v < 0 for v in values.values()):
         raise SageMakerError(f"price file {p}: prices must not be negative")
-    return PriceTable(
-        **values, currency=str(data.get("currency", "USD")), source=f"price file {p}"
-    )
+    return PriceTable(**values, currency=str(data.get("currency", "USD")), source=f"price file {p}")
 
 
 @dataclass(frozen=True)

@@ -109,9 +109,7 @@ def trust_problems(document: Any, principal: str, actions: tuple[str, ...]) -> l
     problems = []
     if principal not in principals_seen:
         wrong = (
-            f" (it trusts {', '.join(sorted(principals_seen))} instead)"
-            if principals_seen
-            else ""
+            f" (it trusts {', '.join(sorted(principals_seen))} instead)" if principals_seen else ""
         )
         problems.append(f"the role does not trust {principal}{wrong}")
     else:

@@ -30,7 +30,9 @@ def split_job_ref(ref: str) -> tuple[str, str | None]:
 
 
 def _api_error(action: str, exc: BaseException) -> SageMakerError:
-    return SageMakerError(f"{action} failed ({error_code(exc) or type(exc).__name__}: {error_message(exc)})")
+    return SageMakerError(
+        f"{action} failed ({error_code(exc) or type(exc).__name__}: {error_message(exc)})"
+    )
 
 
 def create_job(aws: Aws, request: dict[str, Any]) -> str:
@@ -64,7 +66,10 @@ def describe_job(aws: Aws, ref: str, category: str | None = None) -> JobView:
         try:
             return read_job(aws.sagemaker.describe_job(JobName=name, JobCategory=cat))
         except Exception as exc:
-            if error_code(exc) in {"ResourceNotFound", "ValidationException"} and len(categories) > 1:
+            if (
+                error_code(exc) in {"ResourceNotFound", "ValidationException"}
+                and len(categories) > 1
+            ):
                 continue
             if error_code(exc) == "ResourceNotFound":
                 raise SageMakerError(f"no {cat} job named {name!r} in {aws.region}") from None

@@ -83,7 +83,7 @@ class PreflightReport:
             table.add_row(_MARK[c.status], c.name, c.detail, c.fix)
         console.print(table)
         for block in self.appendix:
-            console.print(block, markup=False, highlight=False)
+            console.out(block, highlight=False)
 
     def raise_for_failures(self) -> None:
         if not self.ok:
@@ -242,7 +242,9 @@ def _check_runtime(
         )
     except Exception as exc:
         if is_access_denied(exc):
-            report.add("runtime is READY", "warn", "not permitted to read the runtime (GetAgentRuntime)")
+            report.add(
+                "runtime is READY", "warn", "not permitted to read the runtime (GetAgentRuntime)"
+            )
         else:
             report.add(
                 "runtime is READY",
@@ -254,7 +256,11 @@ def _check_runtime(
     report.runtime_role_arn = rt.get("roleArn")
     status = rt.get("status", "")
     if status == "READY":
-        report.add("runtime is READY", "ok", f"{rt.get('agentRuntimeName')} v{rt.get('agentRuntimeVersion')}")
+        report.add(
+            "runtime is READY",
+            "ok",
+            f"{rt.get('agentRuntimeName')} v{rt.get('agentRuntimeVersion')}",
+        )
     else:
         report.add(
             "runtime is READY",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import base64
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -119,7 +119,9 @@ def read_text(aws: Aws, uri: str, *, max_bytes: int = 256 * 1024**2) -> str:
             listing = s3.list_objects_v2(Bucket=parsed.bucket, Prefix=key, MaxKeys=10)
             keys = [o["Key"] for o in listing.get("Contents", []) if not o["Key"].endswith("/")]
             if not keys:
-                raise SageMakerError(f"no object under {uri}; upload rows with `agentrft dataset upload`")
+                raise SageMakerError(
+                    f"no object under {uri}; upload rows with `agentrft dataset upload`"
+                )
             key = keys[0]
         obj = s3.get_object(Bucket=parsed.bucket, Key=key)
         body = obj["Body"].read(max_bytes + 1)

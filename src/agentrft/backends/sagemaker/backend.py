@@ -1,0 +1,359 @@
+"""`SageMakerBackend`: training and evaluation as SageMaker AI jobs (AgentRFT categories).
+
+The task runs inside an AgentCore runtime (`agentrft deploy`); this class turns the shared
+config into CreateJob requests, checks the account first (preflight), submits, and
+optionally follows the job. Nothing here imports boto3 at module import time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from agentrft.backend import Backend
+from agentrft.backends.sagemaker import service_facts as facts
+from agentrft.backends.sagemaker.aws import Aws, SageMakerError, make_aws, parse_arn
+from agentrft.backends.sagemaker.job_document import (
+    JobView,
+    TrainingSpec,
+    base_model_arn_from_parts,
+    check_training_hyperparameters,
+    create_job_request,
+    make_job_name,
+    printable_request,
+    training_document,
+    training_hyperparameters,
+    validate_job_name,
+    validate_request,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agentrft.backends.sagemaker.evaluation_jobs import EvalOutcome
+    from agentrft.config import Config
+    from agentrft.task import Task
+
+
+@dataclass
+class TrainSubmission:
+    """What `train` did: the request, and the job when one was created."""
+
+    job_name: str
+    request: dict[str, Any]
+    dry_run: bool
+    job_arn: str | None = None
+    view: JobView | None = None
+    notes: list[str] | None = None
+
+
+def _console(console: Console | None) -> Console:
+    if console is not None:
+        return console
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _missing(config: Config, needed: dict[str, str]) -> list[str]:
+    return [
+        f"{flag} (sagemaker.{key})"
+        for key, flag in needed.items()
+        if not getattr(config.sagemaker, key)
+    ]
+
+
+class SageMakerBackend(Backend):
+    """Managed multi-turn RL on Amazon SageMaker AI (job categories AgentRFT/AgentRFTEvaluation)."""
+
+    name: ClassVar[str] = "sagemaker"
+    extra: ClassVar[str] = "sagemaker"
+    requires: ClassVar[tuple[str, ...]] = ("boto3", "botocore")
+
+    # -- shared plumbing -----------------------------------------------------------------
+
+    def _aws(self, config: Config, aws: Aws | None) -> Aws:
+        if aws is not None:
+            return aws
+        region = config.sagemaker.region
+        if not region and config.sagemaker.runtime_arn:
+            # The runtime fixes the region: the job and the bucket must share it.
+            region = parse_arn(config.sagemaker.runtime_arn, what="runtime ARN").region
+        return make_aws(config.sagemaker, region)
+
+    @staticmethod
+    def _offline(aws: Aws) -> bool:
+        """No credentials: a dry run then shows placeholders instead of looked-up ARNs."""
+        try:
+            return aws.session.get_credentials() is None
+        except Exception:
+            return True
+
+    def _base_model(
+        self, aws: Aws, config: Config, offline: bool, notes: list[str]
+    ) -> tuple[str, dict[str, Any] | None]:
+        from agentrft.backends.sagemaker.hub import resolve_base_model
+
+        sm = config.sagemaker
+        if offline:
+            version = sm.base_model_version or "<latest: set sagemaker.base_model_version>"
+            notes.append("offline: the base model ARN was built, not looked up")
+            return base_model_arn_from_parts(aws.region, sm.base_model, version), None
+        model = resolve_base_model(aws, sm.base_model, sm.base_model_version)
+        notes.extend(model.notes)
+        return model.arn, model.specs
+
+    def _group(
+        self,
+        aws: Aws,
+        configured: str | None,
+        default: str,
+        *,
+        create: bool,
+        offline: bool,
+        notes: list[str],
+    ) -> str:
+        from agentrft.backends.sagemaker.hub import ensure_model_package_group
+
+        name = configured or default
+        if offline:
+            if name.startswith("arn:"):
+                return name
+            notes.append(f"offline: model package group {name} shown with a placeholder account")
+            return f"arn:aws:sagemaker:{aws.region}:<account>:model-package-group/{name}"
+        resolved = ensure_model_package_group(aws, name, create=create, description="agentrft")
+        if resolved.action != "exists":
+            notes.append(f"model package group {name}: {resolved.action}")
+        return resolved.arn
+
+    def _preflight(
+        self, config: Config, task: Task[Any], aws: Aws, purpose: str, console: Console
+    ) -> None:
+        from agentrft.backends.sagemaker.preflight import run_preflight
+
+        report = run_preflight(config, purpose=purpose, task=task, aws=aws)  # type: ignore[arg-type]
+        report.render(console)
+        report.raise_for_failures()
+
+    # -- training ------------------------------------------------------------------------
+
+    def train(
+        self,
+        task: Task[Any],
+        config: Config,
+        *,
+        dry_run: bool = False,
+        wait: bool = False,
+        reward_fn: Any = None,
+        console: Console | None = None,
+        aws: Aws | None = None,
+        skip_preflight: bool = False,
+        sleep: Callable[[float], None] | None = None,
+        clock: Callable[[], float] | None = None,
+        **options: Any,
+    ) -> TrainSubmission:
+        """Submit an AgentRFT job for `task` (CreateJob); `dry_run` prints the request only."""
+        self.check_available()
+        out = _console(console)
+        sm = config.sagemaker
+        needed = {"runtime_arn": "--runtime-arn", "role_arn": "--role-arn",
+                  "train_s3_uri": "--train-uri", "output_s3_path": "--output-path"}  # fmt: skip
+        if facts.MLFLOW_REQUIRED:
+            needed["mlflow_resource_arn"] = "--mlflow-arn"
+        missing = _missing(config, needed)
+        if missing:
+            raise SageMakerError(
+                "sagemaker training needs " + ", ".join(missing) + "; pass the flags or set "
+                "them in the config's sagemaker section (docs/sagemaker.md walks through "
+                "creating each)"
+            )
+        if reward_fn is not None:
+            out.print(
+                "[yellow]note: on sagemaker the reward is computed by the deployed runtime; "
+                "deploy it with `agentrft deploy --reward NAME` to swap the reward.[/]"
+            )
+        hps = training_hyperparameters(config, only_set=sm.send_hyperparameters == "set")
+        problems = check_training_hyperparameters(hps)
+        if problems:
+            raise SageMakerError(
+                "hyperparameters the service would reject:\n- " + "\n- ".join(problems)
+            )
+
+        aws = self._aws(config, aws)
+        offline = dry_run and self._offline(aws)
+        if not dry_run and not skip_preflight:
+            self._preflight(config, task, aws, "train", out)
+        notes: list[str] = []
+        base_arn, specs = self._base_model(aws, config, offline, notes)
+        if specs:
+            from agentrft.backends.sagemaker.hub import check_against_specs
+
+            errors, warnings = check_against_specs(hps, specs)
+            if errors:
+                raise SageMakerError(
+                    f"hyperparameters outside {sm.base_model}'s recipe:\n- " + "\n- ".join(errors)
+                )
+            notes.extend(warnings)
+        output_group = self._group(aws, sm.output_model_package_group, sm.base_model + facts.OUTPUT_GROUP_SUFFIX,
+                                   create=not dry_run, offline=offline, notes=notes)  # fmt: skip
+        checkpoint_group = self._group(aws, sm.checkpoint_model_package_group,
+                                       sm.base_model + facts.CHECKPOINT_GROUP_SUFFIX,
+                                       create=not dry_run, offline=offline, notes=notes)  # fmt: skip
+        if output_group == checkpoint_group:
+            raise SageMakerError(
+                "sagemaker.output_model_package_group and checkpoint_model_package_group must differ"
+            )
+        job_name = (
+            validate_job_name(sm.job_name)
+            if sm.job_name
+            else make_job_name(f"agentrft-{task.name}")
+        )
+        spec = TrainingSpec(
+            runtime_arn=sm.runtime_arn or "",
+            train_uri=sm.train_s3_uri or "",
+            validation_uri=sm.validation_s3_uri,
+            output_path=sm.output_s3_path or "",
+            base_model_arn=base_arn,
+            output_group_arn=output_group,
+            checkpoint_group_arn=checkpoint_group,
+            input_model_package_arn=sm.input_model_package_arn,
+            hyperparameters=hps,
+            mlflow_arn=sm.mlflow_resource_arn,
+            mlflow_experiment=sm.mlflow_experiment_name or f"agentrft-{task.name}",
+            mlflow_run=job_name,
+            kms_key_arn=sm.kms_key_arn,
+            security_group_ids=list(sm.security_group_ids),
+            subnets=list(sm.subnets),
+        )
+        request = create_job_request(
+            name=job_name,
+            role_arn=sm.role_arn or "",
+            category=facts.TRAINING_CATEGORY,
+            document=training_document(spec),
+            tags={"agentrft:task": task.name, **sm.tags},
+        )
+        validate_request("CreateJob", request)
+        for note in notes:
+            out.print(f"[dim]{note}[/]")
+        if dry_run:
+            out.print("[bold]CreateJob request (dry run, nothing submitted):[/]")
+            out.out(printable_request(request), highlight=False)
+            return TrainSubmission(job_name, request, dry_run=True, notes=notes)
+
+        from agentrft.backends.sagemaker.jobs import create_job, watch_job
+
+        arn = create_job(aws, request)
+        out.print(f"created {arn}")
+        out.print(
+            f"follow it: agentrft jobs describe {job_name}   stop it: agentrft jobs stop {job_name}"
+        )
+        result = TrainSubmission(job_name, request, dry_run=False, job_arn=arn, notes=notes)
+        if not wait:
+            return result
+        extra: dict[str, Any] = {}
+        if sleep is not None:
+            extra["sleep"] = sleep
+        if clock is not None:
+            extra["clock"] = clock
+        view = watch_job(
+            aws, job_name, facts.TRAINING_CATEGORY, console=out, poll_s=sm.poll_s, **extra
+        )
+        result.view = view
+        self._report_finished(view, config, out)
+        return result
+
+    @staticmethod
+    def _report_finished(view: JobView, config: Config, out: Console) -> None:
+        from agentrft.backends.sagemaker.cost import format_tokens, job_cost, load_prices
+
+        if view.status != "Completed":
+            raise SageMakerError(
+                f"job {view.name} ended {view.status}: {view.failure_reason or 'no reason given'}"
+                f" (details: agentrft jobs describe {view.name})"
+            )
+        out.print(f"[green]job {view.name} completed[/]")
+        out.print(f"output model package: {view.output_model_package_arn or '(not reported)'}")
+        tokens = view.billed_tokens
+        if tokens:
+            prices = load_prices(config.sagemaker.price_file, config.sagemaker.base_model)
+            out.print(
+                "billed tokens: "
+                + ", ".join(f"{k} {format_tokens(v)}" for k, v in tokens.items())
+                + f" ≈ {job_cost(tokens, prices):,.2f} {prices.currency} ({prices.source})"
+            )
+
+    # -- evaluation ----------------------------------------------------------------------
+
+    def evaluate(
+        self,
+        task: Task[Any],
+        config: Config,
+        *,
+        runs: list[str] | list[tuple[str, float]] | None = None,
+        model_package_arn: str | None = None,
+        dry_run: bool = False,
+        wait: bool = True,
+        console: Console | None = None,
+        aws: Aws | None = None,
+        skip_preflight: bool = False,
+        sleep: Callable[[float], None] | None = None,
+        clock: Callable[[], float] | None = None,
+        **options: Any,
+    ) -> list[EvalOutcome]:
+        """Run AgentRFTEvaluation jobs, one per run (`base:1.0`, `trained:0.7`), in sequence."""
+        from agentrft.backends.sagemaker.cost import load_prices
+        from agentrft.backends.sagemaker.evaluation_jobs import (
+            EvaluationPlan,
+            parse_runs,
+            render_table,
+            run_evaluations,
+        )
+
+        self.check_available()
+        out = _console(console)
+        sm = config.sagemaker
+        model_package_arn = model_package_arn or sm.input_model_package_arn
+        parsed = parse_runs(runs if runs else (["base", "trained"] if model_package_arn else ["base"]),
+                            config.temperature)  # fmt: skip
+        needed = {"runtime_arn": "--runtime-arn", "role_arn": "--role-arn",
+                  "output_s3_path": "--output-path"}  # fmt: skip
+        missing = _missing(config, needed)
+        dataset = sm.evaluation_s3_uri or sm.validation_s3_uri
+        if not dataset:
+            missing.append("--eval-uri (sagemaker.evaluation_s3_uri or validation_s3_uri)")
+        if missing:
+            raise SageMakerError(
+                "sagemaker evaluation needs " + ", ".join(missing) + "; pass the flags or set "
+                "them in the config's sagemaker section"
+            )
+        aws = self._aws(config, aws)
+        offline = dry_run and self._offline(aws)
+        if not dry_run and not skip_preflight:
+            self._preflight(config, task, aws, "eval", out)
+        notes: list[str] = []
+        base_arn, _ = self._base_model(aws, config, offline, notes)
+        for note in notes:
+            out.print(f"[dim]{note}[/]")
+        plan = EvaluationPlan(
+            role_arn=sm.role_arn or "",
+            runtime_arn=sm.runtime_arn or "",
+            dataset_uri=dataset,
+            output_path=sm.output_s3_path or "",
+            base_model_arn=base_arn,
+            group_size=sm.eval_group_size or config.eval.samples_per_row,
+            task_name=task.name,
+            model_package_arn=model_package_arn,
+            mlflow_arn=sm.mlflow_resource_arn,
+            mlflow_experiment=sm.mlflow_experiment_name or f"agentrft-{task.name}-eval",
+            kms_key_arn=sm.kms_key_arn,
+            max_runtime_s=sm.max_runtime_s or facts.DEFAULT_EVALUATION_MAX_RUNTIME_S,
+            tags={"agentrft:task": task.name, **sm.tags},
+        )
+        outcomes = run_evaluations(
+            None if dry_run else aws, config, plan, parsed, console=out, dry_run=dry_run,
+            wait=wait, poll_s=sm.poll_s, sleep=sleep, clock=clock,
+        )  # fmt: skip
+        if not dry_run and wait:
+            render_table(outcomes, out, load_prices(sm.price_file, sm.base_model))
+        return outcomes

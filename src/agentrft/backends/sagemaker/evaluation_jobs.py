@@ -1,0 +1,243 @@
+"""AgentRFTEvaluation jobs: one per `--runs` entry, run one after another.
+
+The default quota allows one evaluation job at a time per account, so runs are submitted
+sequentially, each after the previous one ended. Evaluate at the temperature you serve at:
+validation inside a training job is scored at temperature 0 and cannot be changed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentrft.backends.sagemaker import service_facts as facts
+from agentrft.backends.sagemaker.aws import SageMakerError
+from agentrft.backends.sagemaker.cost import PriceTable, format_tokens, job_cost
+from agentrft.backends.sagemaker.job_document import (
+    EvalMetrics,
+    EvaluationSpec,
+    JobView,
+    create_job_request,
+    evaluation_document,
+    evaluation_hyperparameters,
+    make_job_name,
+    printable_request,
+    validate_request,
+)
+from agentrft.backends.sagemaker.jobs import create_job, watch_job
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agentrft.backends.sagemaker.aws import Aws
+    from agentrft.config import Config
+
+RUN_LABELS = ("base", "trained")
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    """`base:1.0` = the base model at temperature 1.0; `trained:0.7` = the model package."""
+
+    label: str
+    temperature: float
+
+    @property
+    def trained(self) -> bool:
+        return self.label == "trained"
+
+
+def parse_runs(
+    items: list[str] | list[tuple[str, float]] | None, default_temperature: float
+) -> list[EvalRun]:
+    """`["base:1.0", "trained"]` or `[("base", 1.0)]` -> runs; a bare label uses the config's
+    temperature."""
+    runs = []
+    for item in items or ["base", "trained"]:
+        if isinstance(item, (tuple, list)):
+            label, temp, sep = str(item[0]), str(item[1]), ":"
+        else:
+            label, sep, temp = item.partition(":")
+        label = label.strip()
+        shown = f"{label}{sep}{temp}"
+        if label not in RUN_LABELS:
+            raise SageMakerError(
+                f"--runs entry {shown!r}: the model must be one of {', '.join(RUN_LABELS)} "
+                "(base = the hub model, trained = --model-package-arn), e.g. base:1.0"
+            )
+        try:
+            t = float(temp) if sep else default_temperature
+        except ValueError:
+            raise SageMakerError(
+                f"--runs entry {shown!r}: temperature {temp!r} is not a number"
+            ) from None
+        if not 0 <= t <= 2:
+            raise SageMakerError(f"--runs entry {shown!r}: temperature must be in [0, 2]")
+        runs.append(EvalRun(label, t))
+    return runs
+
+
+@dataclass
+class EvalOutcome:
+    run: EvalRun
+    job_name: str
+    request: dict[str, Any]
+    job_arn: str | None = None
+    view: JobView | None = None
+
+    @property
+    def metrics(self) -> EvalMetrics:
+        return self.view.evaluation_metrics() if self.view else EvalMetrics()
+
+    @property
+    def status(self) -> str:
+        if self.view:
+            return self.view.status
+        return "submitted" if self.job_arn else "dry run"
+
+
+@dataclass
+class EvaluationPlan:
+    """What every run shares, resolved by the backend."""
+
+    role_arn: str
+    runtime_arn: str
+    dataset_uri: str
+    output_path: str
+    base_model_arn: str
+    group_size: int
+    task_name: str
+    model_package_arn: str | None = None
+    mlflow_arn: str | None = None
+    mlflow_experiment: str | None = None
+    kms_key_arn: str | None = None
+    max_runtime_s: int = facts.DEFAULT_EVALUATION_MAX_RUNTIME_S
+    tags: dict[str, str] = field(default_factory=dict)
+    job_prefix: str | None = None
+
+
+def _temp_tag(t: float) -> str:
+    return "t" + re.sub(r"[^0-9]", "p", f"{t:g}")
+
+
+def build_request(plan: EvaluationPlan, config: Config, run: EvalRun, name: str) -> dict[str, Any]:
+    if run.trained and not plan.model_package_arn:
+        raise SageMakerError(
+            "--runs trained:... needs the trained model: pass --model-package-arn (the ARN "
+            "`agentrft train --wait` or `agentrft jobs describe` printed)"
+        )
+    spec = EvaluationSpec(
+        runtime_arn=plan.runtime_arn,
+        dataset_uri=plan.dataset_uri,
+        output_path=plan.output_path,
+        base_model_arn=plan.base_model_arn,
+        hyperparameters=evaluation_hyperparameters(
+            config, temperature=run.temperature, group_size=plan.group_size
+        ),
+        model_package_arn=plan.model_package_arn if run.trained else None,
+        mlflow_arn=plan.mlflow_arn,
+        mlflow_experiment=plan.mlflow_experiment,
+        mlflow_run=name,
+        kms_key_arn=plan.kms_key_arn,
+        max_runtime_s=plan.max_runtime_s,
+    )
+    request = create_job_request(
+        name=name,
+        role_arn=plan.role_arn,
+        category=facts.EVALUATION_CATEGORY,
+        document=evaluation_document(spec),
+        tags=plan.tags,
+    )
+    validate_request("CreateJob", request)
+    return request
+
+
+def run_evaluations(
+    aws: Aws | None,
+    config: Config,
+    plan: EvaluationPlan,
+    runs: list[EvalRun],
+    *,
+    console: Console,
+    dry_run: bool = False,
+    wait: bool = True,
+    poll_s: float = 30.0,
+    sleep: Callable[[float], None] | None = None,
+    clock: Callable[[], float] | None = None,
+) -> list[EvalOutcome]:
+    """Submit the runs one after another (waiting for each); returns one outcome per run."""
+    if not wait and not dry_run and len(runs) > 1:
+        raise SageMakerError(
+            f"{len(runs)} runs need --wait: the default quota runs "
+            f"{facts.EVALUATION_CONCURRENCY_QUOTA} evaluation job at a time, so each run starts "
+            "after the previous one ends (or pass a single --runs entry)"
+        )
+    prefix = plan.job_prefix or f"agentrft-{plan.task_name}-eval"
+    # Build (and validate) every request first: a bad run fails before any job starts.
+    outcomes = []
+    for run in runs:
+        name = make_job_name(f"{prefix}-{run.label}-{_temp_tag(run.temperature)}")
+        outcomes.append(EvalOutcome(run, name, build_request(plan, config, run, name)))
+    if dry_run:
+        for o in outcomes:
+            console.print(
+                f"[bold]CreateJob ({o.run.label} at temperature {o.run.temperature:g})[/]"
+            )
+            console.out(printable_request(o.request), highlight=False)
+        return outcomes
+    assert aws is not None
+    extra: dict[str, Any] = {}
+    if sleep is not None:
+        extra["sleep"] = sleep
+    if clock is not None:
+        extra["clock"] = clock
+    for o in outcomes:
+        o.job_arn = create_job(aws, o.request)
+        console.print(f"started {o.job_name} ({o.run.label}, temperature {o.run.temperature:g})")
+        if wait:
+            o.view = watch_job(
+                aws, o.job_name, facts.EVALUATION_CATEGORY, console=console, poll_s=poll_s, **extra
+            )
+            if o.view.status != "Completed":
+                console.print(
+                    f"[red]{o.job_name} {o.view.status}[/]: {o.view.failure_reason or ''}"
+                )
+    return outcomes
+
+
+def render_table(outcomes: list[EvalOutcome], console: Console, prices: PriceTable) -> None:
+    """pass@k, mean reward and billed tokens per run (from each job's ServiceOutput)."""
+    from rich.table import Table
+
+    ks = sorted({k for o in outcomes for k in o.metrics.pass_at_k})
+    table = Table(title="SageMaker evaluation")
+    for col in ("run", "temperature", "job", "status"):
+        table.add_column(col)
+    for k in ks:
+        table.add_column(f"pass@{k}", justify="right")
+    table.add_column("mean reward", justify="right")
+    table.add_column("billed tokens (prefill/sampled)", justify="right")
+    table.add_column(f"cost ({prices.currency})", justify="right")
+    for o in outcomes:
+        m = o.metrics
+        tokens = o.view.billed_tokens if o.view else {}
+        table.add_row(
+            o.run.label,
+            f"{o.run.temperature:g}",
+            o.job_name,
+            o.status,
+            *[f"{m.pass_at_k[k]:.3f}" if k in m.pass_at_k else "–" for k in ks],
+            f"{m.mean_reward:.3f}" if m.mean_reward is not None else "–",
+            " / ".join(format_tokens(tokens.get(k, 0)) for k in ("prefill", "sampling"))
+            if tokens
+            else "–",
+            f"{job_cost(tokens, prices):,.2f}" if tokens else "–",
+        )
+    console.print(table)
+    if any(o.view and not o.metrics.pass_at_k and o.view.status == "Completed" for o in outcomes):
+        console.print(
+            "[yellow]A completed job reported no EvaluationMetrics we could read; the raw "
+            "ServiceOutput is in `agentrft jobs describe NAME --json`.[/]"
+        )
