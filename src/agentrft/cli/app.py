@@ -23,7 +23,7 @@ import typer
 from agentrft.cli import config as config_cmd
 from agentrft.cli import dataset as dataset_cmd
 from agentrft.cli import reward as reward_cmd
-from agentrft.cli.errors import error_console, handle_errors, state
+from agentrft.cli.errors import debug_from_env, error_console, handle_errors, state
 from agentrft.cli.jobs import eval_, train
 from agentrft.cli.play import play, replay
 from agentrft.cli.tasks import tasks
@@ -55,7 +55,7 @@ def _root(
 ) -> None:
     """Reinforcement fine-tuning of multi-turn, tool-using LLM agents, locally or on Amazon
     SageMaker AI."""
-    state.debug = state.debug or debug
+    state.debug = debug or debug_from_env()  # per invocation (tests run many in one process)
 
 
 def create_app(*, plugins: bool = True) -> typer.Typer:

@@ -47,8 +47,12 @@ class CliError(Exception):
         self.code = code
 
 
+def debug_from_env() -> bool:
+    return os.environ.get("AGENTRFT_DEBUG", "") not in ("", "0")
+
+
 class _State:
-    debug: bool = os.environ.get("AGENTRFT_DEBUG", "") not in ("", "0")
+    debug: bool = debug_from_env()
 
 
 state = _State()
