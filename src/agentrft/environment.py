@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from agentrft.messages import ToolCall
@@ -30,11 +31,9 @@ class Environment:
     def tools(self) -> dict[str, Tool]:
         """The bound tools, by name, in definition order."""
         found: dict[str, Tool] = {}
-        for klass in reversed(type(self).__mro__):
-            for attr, value in vars(klass).items():
-                if isinstance(value, Tool):
-                    bound = getattr(self, attr)
-                    found[bound.name] = bound
+        for attr in _tool_attributes(type(self)):
+            bound = getattr(self, attr)
+            found[bound.name] = bound
         return found
 
     def tool_schemas(self) -> list[dict[str, Any]]:
@@ -72,3 +71,15 @@ class Environment:
             return await t.invoke(call.arguments)
         finally:
             self.current_call = None
+
+
+@functools.lru_cache(maxsize=None)
+def _tool_attributes(cls: type) -> tuple[str, ...]:
+    """Names of the `Tool` attributes of `cls`, base classes first (an override keeps its
+    base's position). Cached: the loop asks on every tool call."""
+    names: dict[str, None] = {}
+    for klass in reversed(cls.__mro__):
+        for attr, value in vars(klass).items():
+            if isinstance(value, Tool):
+                names[attr] = None
+    return tuple(names)

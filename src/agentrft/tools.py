@@ -89,6 +89,9 @@ class Tool:
         self.is_method = _first_param_is_self(fn)
         self.params_model = _params_model(fn, arg_docs, skip_first=self.is_method, name=self.name)
         self._bound_to: Any = None
+        # The schema as JSON, built once: pydantic's schema generation costs ~100 us per
+        # call and every episode asks. A list so bound copies share the cache.
+        self._schema_json: list[str] = []
 
     def __get__(self, instance: Any, owner: type | None = None) -> Tool:
         if instance is None:
@@ -104,7 +107,12 @@ class Tool:
         return self.fn(*args, **kwargs)
 
     def schema(self) -> dict[str, Any]:
-        """The OpenAI function-tool schema."""
+        """The OpenAI function-tool schema (a fresh dict each call; callers may mutate it)."""
+        if not self._schema_json:
+            self._schema_json.append(json.dumps(self._build_schema()))
+        return json.loads(self._schema_json[0])
+
+    def _build_schema(self) -> dict[str, Any]:
         params = self.params_model.model_json_schema()
         params.pop("title", None)
         for prop in params.get("properties", {}).values():

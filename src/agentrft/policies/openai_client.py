@@ -1,14 +1,17 @@
 """`OpenAIPolicy`: any OpenAI-compatible chat-completions server (vLLM, the SageMaker job
 runtime, OpenAI itself) as a `Policy`.
 
-Two transports with identical semantics (request body, headers, retries, error kinds,
-response mapping):
+Three transports with identical semantics (request body, retries, error kinds, response
+mapping, auth headers):
 
-- ``transport="openai"`` (default): the official `openai` SDK (`AsyncOpenAI`), with the
-  SDK's own retries off so that ours apply.
-- ``transport="aiohttp"``: a lean aiohttp session. The SDK spends most of a request's CPU
-  in its own layers (about 1 ms per call on a small core); rollouts against a fast local
-  server are several times faster this way. See bench/rollouts.py.
+- ``transport="openai"`` (default): the official `openai` SDK (`AsyncOpenAI`) on its
+  default httpx client, with the SDK's own retries off so that ours apply.
+- ``transport="openai-aiohttp"``: the same SDK on its aiohttp HTTP client. httpcore's pool
+  scans every pooled connection on each request, which dominates the SDK path at 64+
+  concurrent episodes; this avoids it (about 3x the turns per second).
+- ``transport="aiohttp"``: a lean aiohttp session, no SDK. The SDK spends most of a
+  request's CPU in its own layers; against a fast local server (vLLM on the same node)
+  rollouts are several times faster this way. See bench/rollouts.py for figures.
 
 Retries: 429, 5xx, 408, timeouts and connection errors are retried up to `max_retries`
 times with exponential backoff and jitter; a `Retry-After` (or `retry-after-ms`) header
@@ -23,6 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
+import importlib
 import inspect
 import json
 import logging
@@ -45,7 +50,7 @@ logger = logging.getLogger("agentrft.policies")
 #: If it also has an `invalidate()` method, a 401/403 calls that before fetching once more.
 TokenProvider = Callable[[], "str | Awaitable[str]"]
 
-Transport = Literal["openai", "aiohttp"]
+Transport = Literal["openai", "openai-aiohttp", "aiohttp"]
 
 _RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -321,6 +326,21 @@ def request_body(
     return body
 
 
+@functools.lru_cache(maxsize=1)
+def _sdk_response_class() -> type:
+    """The HTTP response class the installed openai SDK is built on (httpx, or httpx2 in
+    openai 3.x): `client.post(..., cast_to=<it>)` returns the raw response."""
+    import openai
+
+    for klass in openai.DefaultAsyncHttpxClient.__mro__:
+        package = klass.__module__.split(".")[0]
+        if klass.__name__ == "AsyncClient" and package in ("httpx", "httpx2"):
+            return importlib.import_module(package).Response
+    import httpx
+
+    return httpx.Response
+
+
 def _safe_url(url: str) -> str:
     """The URL without user:password@ and without a query string."""
     parts = urlsplit(url)
@@ -353,7 +373,9 @@ class OpenAIPolicy(Policy):
             connection errors.
         backoff_base_s: first backoff delay; doubles per retry, with jitter.
         backoff_max_s: cap on one backoff delay (and on an honoured Retry-After).
-        transport: "openai" (the SDK) or "aiohttp" (lean; same semantics).
+        transport: "openai" (the SDK on its default httpx client), "openai-aiohttp" (the
+            SDK on its aiohttp client, `openai[aiohttp]`), or "aiohttp" (lean, no SDK).
+            Same semantics; see the module docstring.
         max_connections: connection-pool size of the aiohttp transport.
         extra_body: fields added to every request body (`Sampling.extra` overrides them).
         name: shown in reports; defaults to the model name.
@@ -376,8 +398,10 @@ class OpenAIPolicy(Policy):
         extra_body: Mapping[str, Any] | None = None,
         name: str | None = None,
     ) -> None:
-        if transport not in ("openai", "aiohttp"):
-            raise ValueError(f"transport must be 'openai' or 'aiohttp', got {transport!r}")
+        if transport not in ("openai", "openai-aiohttp", "aiohttp"):
+            raise ValueError(
+                f"transport must be 'openai', 'openai-aiohttp' or 'aiohttp', got {transport!r}"
+            )
         if api_key is not None and token_provider is not None:
             raise ValueError("give OpenAIPolicy either api_key or token_provider, not both")
         if timeout_s <= 0:
@@ -475,24 +499,26 @@ class OpenAIPolicy(Policy):
             max_retries=0,
             timeout=self.timeout_s,
             default_headers=self.headers or None,
+            # The SDK's aiohttp backend skips httpcore's pool, which scans every pooled
+            # connection on each request (the SDK path's main cost at 64+ connections).
+            http_client=openai.DefaultAioHttpClient()
+            if self.transport == "openai-aiohttp"
+            else None,
         )
 
     async def _attempt_sdk(self, body: dict[str, Any]) -> Completion:
         import openai
 
         client = await self._client_for_loop(self._make_sdk_client)
-        extra_headers = {}
+        options: dict[str, Any] = {"timeout": self.timeout_s}
         if self._token_provider is not None:
-            extra_headers["Authorization"] = f"Bearer {await self._bearer()}"
-        rest = dict(body)
-        model, messages = rest.pop("model"), rest.pop("messages")
+            options["headers"] = {"Authorization": f"Bearer {await self._bearer()}"}
         try:
-            raw = await client.chat.completions.with_raw_response.create(
-                model=model,
-                messages=messages,
-                extra_body=rest,
-                extra_headers=extra_headers or None,
-                timeout=self.timeout_s,
+            # The SDK's documented raw-request path: `chat.completions.create` would first
+            # walk every message through its TypedDict transform (~2 ms per call for a
+            # 20-message conversation) and build pydantic models we do not need.
+            response = await client.post(
+                "/chat/completions", body=body, cast_to=_sdk_response_class(), options=options
             )
         except openai.APIStatusError as exc:
             resp = exc.response
@@ -501,7 +527,7 @@ class OpenAIPolicy(Policy):
             raise self._timeout_error() from None
         except openai.APIConnectionError as exc:
             raise self._connection_error(exc.__cause__ or exc) from None
-        return self._parse(raw.http_response.content)
+        return self._parse(response.content)
 
     def _make_aiohttp_session(self) -> Any:
         import aiohttp

@@ -324,8 +324,17 @@ class _Core:
             return _http(400, _error_body("body needs a 'messages' list", "invalid_request_error"))
         if body.get("stream"):
             return _http(400, _error_body("the fake server does not stream", "invalid_request"))
+        # The reply is computed first and sent `latency_s` after the request arrived, so the
+        # latency a client sees is the configured one, not that plus the server's own work.
+        due = asyncio.get_running_loop().time() + self.cfg.latency_s
+        response = await self._chat(body)
         if self.cfg.latency_s > 0:
-            await asyncio.sleep(self.cfg.latency_s)
+            remaining = due - asyncio.get_running_loop().time()
+            if remaining > 0:
+                await asyncio.sleep(remaining)
+        return response
+
+    async def _chat(self, body: dict[str, Any]) -> bytes | None:
         try:
             messages: Any = body["messages"]
             if self.cfg.parse_messages:
