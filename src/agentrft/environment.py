@@ -73,7 +73,7 @@ class Environment:
             self.current_call = None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tool_attributes(cls: type) -> tuple[str, ...]:
     """Names of the `Tool` attributes of `cls`, base classes first (an override keeps its
     base's position). Cached: the loop asks on every tool call."""
