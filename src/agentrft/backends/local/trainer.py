@@ -230,6 +230,19 @@ class LoRATrainer:
         self.optimizer.zero_grad(set_to_none=True)
         return {"sft_loss": total, "grad_norm": float(grad_norm), "trained_tokens": float(tokens)}
 
+    def reset_optimizer(self, learning_rate: float | None = None) -> None:
+        """Fresh AdamW moments (after the SFT warm-up), optionally at a new learning rate."""
+        import torch
+
+        group = self.optimizer.param_groups[0]
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(
+            params,
+            lr=learning_rate if learning_rate is not None else group["lr"],
+            betas=group["betas"],
+            weight_decay=group["weight_decay"],
+        )
+
     def set_learning_rate(self, lr: float) -> None:
         for group in self.optimizer.param_groups:
             group["lr"] = lr

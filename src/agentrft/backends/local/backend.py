@@ -1,0 +1,397 @@
+"""`LocalBackend`: GRPO fine-tuning and evaluation on this machine.
+
+Importing this module is cheap: torch, transformers, peft and mlflow are imported inside
+the methods that need them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from agentrft.backend import Backend
+
+if TYPE_CHECKING:
+    from agentrft.config import Config
+    from agentrft.evaluation import EvalReport
+    from agentrft.task import Task
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainResult:
+    """What `LocalBackend.train` leaves: where, how far, and the before/after reports."""
+
+    run_dir: Path
+    final_adapter: Path
+    steps: int
+    history: list[dict[str, float]] = field(default_factory=list)
+    before: list[EvalReport] = field(default_factory=list)
+    after: list[EvalReport] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+class LocalBackend(Backend):
+    """GRPO on a LoRA adapter: vLLM rollouts on a GPU, a transformers sampler on CPU."""
+
+    name: ClassVar[str] = "local"
+    extra: ClassVar[str] = "local"
+    requires: ClassVar[tuple[str, ...]] = ("torch", "transformers", "peft")
+
+    def train(
+        self,
+        task: Task[Any],
+        config: Config,
+        *,
+        resume: str | None = None,
+        reward_fn: Any = None,
+        console: Any = None,
+        **options: Any,
+    ) -> TrainResult:
+        """Train `task`; `resume` is a run directory to continue from its last checkpoint.
+
+        Options: `on_step(step, metrics)` is called after each step (and checkpoint).
+        """
+        self.check_available()
+        return asyncio.run(
+            train_async(
+                task, config, resume=resume, reward_fn=reward_fn, console=console, **options
+            )
+        )
+
+    def evaluate(
+        self,
+        task: Task[Any],
+        config: Config,
+        *,
+        model: str | None = None,
+        adapter: str | None = None,
+        reward_fn: Any = None,
+        output_dir: str | None = None,
+        console: Any = None,
+        **options: Any,
+    ) -> list[EvalReport]:
+        """Evaluate `model` (default: config.local.model or the tiny model) with an optional
+        LoRA `adapter` directory on the validation rows (or `prompts=[...]`)."""
+        self.check_available()
+        return asyncio.run(
+            evaluate_async(
+                task,
+                config,
+                model=model,
+                adapter=adapter,
+                reward_fn=reward_fn,
+                output_dir=output_dir,
+                console=console,
+                **options,
+            )
+        )
+
+
+# -- shared helpers -------------------------------------------------------------------------
+
+
+def _prompts(task: Task[Any], path: str | None, split: str, n: int | None, seed: int) -> list[str]:
+    if path:
+        from agentrft.datasets import read_prompts
+
+        prompts = read_prompts(path)
+        return prompts[:n] if n else prompts
+    rows = task.make_dataset(split, n, seed)
+    return [str(r["prompt"]) for r in rows]
+
+
+async def run_eval(
+    task: Task[Any],
+    config: Config,
+    engine: Any,
+    prompts: list[str],
+    *,
+    adapter: str | None,
+    label: str,
+    reward_fn: Any = None,
+) -> tuple[list[EvalReport], list[Any]]:
+    """Evaluate through the one agent loop at each `config.eval.temperatures`."""
+    from agentrft.backends.local.chat_tokens import TokenPolicy
+    from agentrft.backends.local.engine import episode_limits
+    from agentrft.evaluation import evaluate
+    from agentrft.policy import Sampling
+
+    policy = TokenPolicy(engine.sampler, engine.chat, adapter=adapter, seed=config.seed + 7)
+    reports, trajs = await evaluate(
+        task,
+        prompts,
+        policy,
+        temperatures=config.eval.temperatures,
+        samples_per_row=config.eval.samples_per_row,
+        sampling=Sampling(top_p=config.sampling_top_p, max_tokens=config.sampling_max_tokens),
+        limits=episode_limits(task, config),
+        concurrency=config.eval.concurrency,
+        pass_k_values=config.pass_k_values,
+        success_threshold=config.success_threshold,
+        reward_fn=reward_fn,
+        policy_name=label,
+    )
+    return reports, trajs
+
+
+def _save_eval(out: Path, label: str, reports: list[EvalReport], trajs: list[Any]) -> None:
+    from agentrft.trajectory import write_trajectories
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{label}.json").write_text(
+        json.dumps([r.to_dict() for r in reports], indent=2), encoding="utf-8"
+    )
+    write_trajectories(trajs, out / f"{label}_trajectories.jsonl")
+
+
+def _load_eval(out: Path, label: str) -> list[EvalReport]:
+    from agentrft.evaluation import EvalReport
+
+    p = out / f"{label}.json"
+    if not p.is_file():
+        return []
+    return [EvalReport.model_validate(d) for d in json.loads(p.read_text())]
+
+
+# -- train ----------------------------------------------------------------------------------
+
+
+async def train_async(
+    task: Task[Any],
+    config: Config,
+    *,
+    resume: str | None = None,
+    reward_fn: Any = None,
+    console: Any = None,
+    on_step: Any = None,
+) -> TrainResult:
+    from agentrft.backends.local.engine import (
+        apply_cpu_preset,
+        episode_limits,
+        make_engine,
+        make_trainer,
+        train_sampling,
+    )
+    from agentrft.backends.local.grpo import GRPOLoop
+    from agentrft.backends.local.run import RunDir, Tracker, flatten_config
+    from agentrft.backends.local.sft import sft_warmup
+    from agentrft.backends.local.view import LiveView
+    from agentrft.plugins import get_plugins
+
+    started = time.perf_counter()
+    if resume:
+        run = RunDir.open(resume)
+        saved = run.config()
+        if "max_steps" in config.model_fields_set and config.max_steps != saved.max_steps:
+            saved = saved.model_copy(update={"max_steps": config.max_steps})
+        config = saved
+        checkpoint = run.latest_checkpoint()
+        if checkpoint is None:
+            raise FileNotFoundError(f"{run.path} has no checkpoint to resume from")
+    else:
+        config = apply_cpu_preset(config, has_expert=task.expert() is not None)
+        run = RunDir.create(config, task.name)
+        checkpoint = None
+
+    limits = episode_limits(task, config)
+    train_prompts = _prompts(task, config.train_dataset, "train", None, config.seed)
+    val_prompts = _prompts(
+        task, config.validation_dataset, config.eval.split, config.eval.n, config.seed + 1
+    )
+    engine = make_engine(config)
+    say = console.print if console is not None else (lambda *a, **k: None)
+    say(
+        f"[bold]agentrft local[/] · task {task.name} · model {engine.model_path} · "
+        f"inference {engine.inference} on {engine.device} · run {run.path}",
+        highlight=False,
+    )
+    info = run.read_info()
+    tracker = None
+    try:
+        trainer = make_trainer(
+            config,
+            engine.model_path,
+            max_completion_length=config.sampling_max_tokens * limits.max_turns,
+        )
+        if config.local.tracking == "mlflow":
+            tracker = Tracker(
+                run,
+                enabled=True,
+                tracking_uri=config.local.mlflow_tracking_uri,
+                experiment=config.local.mlflow_experiment,
+                run_name=run.path.name,
+                run_id=info.get("mlflow_run_id"),
+            )
+            if not info.get("mlflow_run_id"):
+                tracker.log_params(flatten_config(config))
+        run.update_info(
+            task=task.name,
+            model=engine.model_path,
+            inference=engine.inference,
+            device=engine.device,
+            trainable_parameters=trainer.trainable_parameters,
+            mlflow_run_id=tracker.run_id if tracker else None,
+            mlflow_tracking_uri=getattr(tracker, "uri", None),
+            status="running",
+        )
+        view = LiveView(console, config.max_steps, title=f"GRPO · {task.name}")
+        loop = GRPOLoop(
+            task,
+            config,
+            engine,
+            trainer,
+            run,
+            train_prompts=train_prompts,
+            limits=limits,
+            sampling=train_sampling(config),
+            reward_fn=reward_fn,
+            tracker=tracker,
+            view=view,
+            on_step=on_step,
+            hooks=get_plugins().hook,
+        )
+        view.total = loop.total_steps()
+        eval_dir = run.path / "eval"
+        before: list[EvalReport] = _load_eval(eval_dir, "before")
+        if checkpoint is not None:
+            state = await loop.restore(checkpoint)
+            run.truncate_after(loop.step)
+            say(f"resumed from {checkpoint} (step {state['step']})", highlight=False)
+        else:
+            if config.local.eval_before and val_prompts:
+                say(f"evaluating the starting model on {len(val_prompts)} held-out rows ...")
+                before, trajs = await run_eval(
+                    task, config, engine, val_prompts, adapter=None, label="before",
+                    reward_fn=reward_fn,
+                )  # fmt: skip
+                _save_eval(eval_dir, "before", before, trajs)
+            if config.local.sft_warmup_steps > 0:
+                say(f"SFT warm-up: {config.local.sft_warmup_steps} steps on expert games ...")
+
+                def sft_log(step: int, m: dict[str, float]) -> None:
+                    if tracker is not None:
+                        tracker.log_metrics({f"sft_{k}" if not k.startswith("sft") else k: v
+                                             for k, v in m.items()}, step - config.local.sft_warmup_steps)  # fmt: skip
+                    if step == 1 or step % 10 == 0 or step == config.local.sft_warmup_steps:
+                        say(f"  sft step {step}: loss {m['sft_loss']:.4f}", highlight=False)
+
+                t0 = time.perf_counter()
+                await sft_warmup(
+                    task,
+                    trainer,
+                    engine.chat,
+                    train_prompts,
+                    steps=config.local.sft_warmup_steps,
+                    batch_size=config.global_batch_size,
+                    learning_rate=config.local.sft_learning_rate,
+                    limits=limits,
+                    on_step=sft_log,
+                )
+                say(f"SFT warm-up done in {time.perf_counter() - t0:.1f}s", highlight=False)
+            await loop.sync(0)
+            loop.checkpoint()
+        with view:
+            history = await loop.train()
+        final = trainer.save_adapter(run.path / "final_adapter")
+        after: list[EvalReport] = []
+        if config.local.eval_after and val_prompts:
+            say(f"evaluating the trained adapter on {len(val_prompts)} held-out rows ...")
+            after, trajs = await run_eval(
+                task, config, engine, val_prompts, adapter=loop.policy.adapter, label="after",
+                reward_fn=reward_fn,
+            )  # fmt: skip
+            _save_eval(eval_dir, "after", after, trajs)
+            if tracker is not None:
+                for r in after:
+                    tracker.log_metrics(
+                        {f"eval_solve_rate_t{r.temperature:g}": r.solve_rate,
+                         f"eval_reward_t{r.temperature:g}": r.mean_reward},
+                        loop.step,
+                    )  # fmt: skip
+        if console is not None and (before or after):
+            from agentrft.evaluation import reports_table
+
+            console.print(reports_table([*before, *after]))
+        run.update_info(status="finished", steps=loop.step)
+        if tracker is not None:
+            if after:
+                tracker.log_artifact(eval_dir / "after.json")
+            tracker.close()
+            tracker = None
+        say(f"run directory: {run.path}  (final adapter: {final})", highlight=False)
+        return TrainResult(
+            run_dir=run.path,
+            final_adapter=final,
+            steps=loop.step,
+            history=history,
+            before=before,
+            after=after,
+            wall_s=time.perf_counter() - started,
+        )
+    except BaseException:
+        run.update_info(status="interrupted")
+        if tracker is not None:
+            tracker.close(status="KILLED")
+        raise
+    finally:
+        await engine.aclose()
+
+
+# -- evaluate -------------------------------------------------------------------------------
+
+
+async def evaluate_async(
+    task: Task[Any],
+    config: Config,
+    *,
+    model: str | None = None,
+    adapter: str | None = None,
+    reward_fn: Any = None,
+    output_dir: str | None = None,
+    console: Any = None,
+    prompts: list[str] | None = None,
+    label: str | None = None,
+) -> list[EvalReport]:
+    from agentrft.backends.local.engine import make_engine
+
+    if model:
+        config = config.model_copy(
+            update={"local": config.local.model_copy(update={"model": model})}
+        )
+    adapter = adapter or config.local.adapter
+    if adapter and not (Path(adapter) / "adapter_config.json").is_file():
+        raise FileNotFoundError(
+            f"adapter {adapter} is not a PEFT adapter directory (no adapter_config.json); "
+            "pass a run's final_adapter/ or a checkpoint's adapter/"
+        )
+    if prompts is None:
+        prompts = _prompts(
+            task, config.validation_dataset, config.eval.split, config.eval.n, config.seed + 1
+        )
+    engine = make_engine(config)
+    try:
+        name = None
+        if adapter:
+            name = "eval-adapter"
+            await engine.sampler.load_adapter(name, str(Path(adapter).resolve()))
+        reports, trajs = await run_eval(
+            task, config, engine, prompts, adapter=name,
+            label=label or (Path(adapter).name if adapter else Path(engine.model_path).name),
+            reward_fn=reward_fn,
+        )  # fmt: skip
+    finally:
+        await engine.aclose()
+    if output_dir:
+        _save_eval(Path(output_dir), "eval", reports, trajs)
+    if console is not None:
+        from agentrft.evaluation import reports_table
+
+        console.print(reports_table(reports))
+    return reports

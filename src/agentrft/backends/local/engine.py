@@ -1,0 +1,232 @@
+"""Config -> the parts of a local run: model path, sampler (vLLM or transformers), trainer.
+
+- `local.model` None on a machine without a GPU: the tiny model is built and cached, and
+  the CPU preset (below) fills in hyperparameters the user did not set.
+- `local.inference`: `auto` uses vLLM when CUDA and a vLLM interpreter are present (or a
+  `vllm_url` is given), else the transformers sampler; `vllm` / `transformers` force one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentrft.backends.local.chat_tokens import ChatTokenizer
+from agentrft.backends.local.sampler import TokenSampler
+from agentrft.config import Config
+from agentrft.policy import Sampling
+from agentrft.task import EpisodeLimits, Task
+
+log = logging.getLogger(__name__)
+
+#: Applied when the tiny model runs on CPU, to top-level fields the user did not set: small
+#: enough that `agentrft train --task wordle --backend local` ends in minutes on 2 cores.
+CPU_PRESET: dict[str, Any] = {
+    "global_batch_size": 8,
+    "group_size": 8,
+    "max_steps": 30,
+    "sampling_max_tokens": 48,
+    "learning_rate": 2e-3,
+    "lora_rank": 16,
+    "lora_alpha": 32,
+    "val_every": 0,
+}
+#: Same idea for the `local` and `eval` sections.
+CPU_PRESET_LOCAL: dict[str, Any] = {"sft_warmup_steps": 40, "micro_batch_size": 16}
+CPU_PRESET_EVAL: dict[str, Any] = {"n": 32}
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def uses_tiny_model(config: Config) -> bool:
+    return config.local.model is None and not cuda_available()
+
+
+def apply_cpu_preset(config: Config, *, has_expert: bool = True) -> Config:
+    """`config` with `CPU_PRESET` filling the fields it does not set (tiny model only).
+
+    The SFT warm-up is part of the preset only for tasks with a scripted expert.
+    """
+    if not uses_tiny_model(config):
+        return config
+    top = {k: v for k, v in CPU_PRESET.items() if k not in config.model_fields_set}
+    loc = {
+        k: v
+        for k, v in CPU_PRESET_LOCAL.items()
+        if k not in config.local.model_fields_set and (has_expert or k != "sft_warmup_steps")
+    }
+    ev = {k: v for k, v in CPU_PRESET_EVAL.items() if k not in config.eval.model_fields_set}
+    if not (top or loc or ev):
+        return config
+    return config.model_copy(
+        update={
+            **top,
+            "local": config.local.model_copy(update=loc),
+            "eval": config.eval.model_copy(update=ev),
+        }
+    )
+
+
+def resolve_model_path(config: Config) -> str:
+    """The model directory or id to load; builds the tiny model when none is configured."""
+    if config.local.model:
+        return config.local.model
+    if cuda_available():
+        raise ValueError(
+            "local.model is not set; on a GPU machine name a model, e.g. "
+            "--set local.model=Qwen/Qwen3-1.7B (the tiny built-in model is for CPU demos)"
+        )
+    from agentrft.backends.local.tiny_model import ensure_tiny_model
+
+    return str(ensure_tiny_model(config.local.tiny_model, seed=0))
+
+
+def resolve_device(config: Config) -> str:
+    from agentrft.backends.local.trainer import resolve_device as _resolve
+
+    return _resolve(config.local.device)
+
+
+def resolve_inference(config: Config, device: str) -> str:
+    choice = config.local.inference
+    if choice != "auto":
+        return choice
+    if config.local.vllm_url:
+        return "vllm"
+    if device.startswith("cuda"):
+        from agentrft.backends.local.vllm_server import find_vllm_python
+
+        if find_vllm_python(config.local.vllm_python) is not None:
+            return "vllm"
+    return "transformers"
+
+
+def episode_limits(task: Task[Any], config: Config) -> EpisodeLimits:
+    """The task's limits with the config's overrides."""
+    over = {k: v for k, v in config.limits.model_dump().items() if v is not None}
+    return task.limits.model_copy(update=over)
+
+
+def train_sampling(config: Config) -> Sampling:
+    return Sampling(
+        temperature=config.temperature,
+        top_p=config.sampling_top_p,
+        max_tokens=config.sampling_max_tokens,
+    )
+
+
+@dataclass
+class Engine:
+    """A sampler and the chat tokenizer, plus what must be closed after use."""
+
+    model_path: str
+    device: str
+    inference: str
+    sampler: TokenSampler
+    chat: ChatTokenizer
+    _closers: list[Any] = field(default_factory=list)
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.sampler.aclose()
+        for close in reversed(self._closers):
+            with contextlib.suppress(Exception):
+                close()
+        self._closers.clear()
+
+
+def make_engine(config: Config, model_path: str | None = None) -> Engine:
+    """Start the sampler for `config` (a vLLM server when chosen) and load the tokenizer."""
+    from transformers import AutoTokenizer
+
+    path = model_path or resolve_model_path(config)
+    device = resolve_device(config)
+    inference = resolve_inference(config, device)
+    if inference == "transformers":
+        from agentrft.backends.local.hf_sampler import HFSampler
+
+        sampler = HFSampler.from_pretrained(
+            path, device=device, dtype=config.local.dtype, seed=config.seed
+        )
+        chat = ChatTokenizer(sampler.tokenizer)
+        return Engine(path, device, inference, sampler, chat)
+
+    from agentrft.backends.local.vllm_sampler import VLLMSampler
+    from agentrft.backends.local.vllm_server import VLLMServer, VLLMServerConfig, find_vllm_python
+
+    chat = ChatTokenizer(AutoTokenizer.from_pretrained(path))
+    closers: list[Any] = []
+    if config.local.vllm_url:
+        url, served = config.local.vllm_url.rstrip("/"), path
+    else:
+        python = find_vllm_python(config.local.vllm_python)
+        if python is None:
+            raise ValueError(
+                "local.inference is 'vllm' but no vLLM interpreter was found; pip install "
+                "'agentrft[vllm]', set local.vllm_python, or use local.inference=transformers"
+            )
+        server = VLLMServer(
+            VLLMServerConfig(
+                model=path,
+                python=python,
+                device="cuda" if device.startswith("cuda") else "cpu",
+                max_lora_rank=_vllm_rank(config.lora_rank),
+                max_loras=4,
+                seed=config.seed,
+                extra_args=tuple(config.local.vllm_args),
+            )
+        )
+        url = server.start()
+        served = server.model_name
+        closers.append(server.stop)
+    sampler = VLLMSampler(url, served, stop_token_ids=chat.end_of_turn_ids)
+    return Engine(path, device, "vllm", sampler, chat, closers)
+
+
+def _vllm_rank(rank: int) -> int:
+    # vLLM accepts only these --max-lora-rank values.
+    for allowed in (8, 16, 32, 64, 128, 256, 320, 512):
+        if rank <= allowed:
+            return allowed
+    return rank
+
+
+def make_trainer(
+    config: Config, model_path: str, *, max_completion_length: int, adapter: str | None = None
+):
+    from agentrft.backends.local.loss import LossSettings
+    from agentrft.backends.local.trainer import LoRATrainer
+
+    return LoRATrainer(
+        model_path,
+        lora_rank=config.lora_rank,
+        lora_alpha=config.lora_alpha,
+        target_modules=config.local.lora_target_modules,
+        lora_dropout=config.local.lora_dropout,
+        learning_rate=config.learning_rate,
+        adam_betas=(config.adam_beta1, config.adam_beta2),
+        weight_decay=config.local.weight_decay,
+        max_grad_norm=config.local.max_grad_norm,
+        micro_batch_size=config.local.micro_batch_size,
+        temperature=config.temperature,
+        loss=LossSettings(
+            loss_fn=config.loss_fn,
+            normalization=config.local.loss_normalization,
+            clip_low_threshold=config.clip_low_threshold,
+            clip_high_threshold=config.clip_high_threshold,
+            kl_beta=config.local.kl_beta,
+        ),
+        max_completion_length=max_completion_length,
+        device=resolve_device(config),
+        dtype=config.local.dtype,
+        adapter_path=adapter,
+        seed=config.seed,
+    )

@@ -1,0 +1,263 @@
+"""The GRPO training loop.
+
+Each step: `global_batch_size` prompts x `group_size` rollouts through `run_episodes` (the
+one agent loop) with a token-exact `TokenPolicy`; sequences built from the turns' token ids
+(training sees exactly the sampled ids); group advantages; one optimizer step; weight sync
+(save the adapter, load it into the sampler under a NEW versioned name, unload the old one,
+so no cache computed with old weights can answer).
+
+The sampler never serves the bare base model during training: version 0 is the untouched
+LoRA (B = 0, identical to the base), so base and adapter requests are never mixed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import shutil
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentrft.backends.local.advantages import compute_advantages
+from agentrft.backends.local.chat_tokens import TokenPolicy
+from agentrft.backends.local.engine import Engine
+from agentrft.backends.local.run import RunDir, Tracker
+from agentrft.backends.local.sequences import trajectory_sequences
+from agentrft.backends.local.trainer import LoRATrainer
+from agentrft.backends.local.view import LiveView
+from agentrft.config import Config
+from agentrft.policy import Sampling
+from agentrft.rollout import RewardFn, run_episodes
+from agentrft.task import EpisodeLimits, Task
+from agentrft.trajectory import Trajectory, append_trajectories
+
+log = logging.getLogger(__name__)
+
+StepCallback = Callable[[int, dict[str, float]], None]
+
+
+@dataclass
+class DataCursor:
+    """Position in the stream of training prompts: epoch-wise seeded shuffles, in order."""
+
+    size: int
+    seed: int
+    position: int = 0
+
+    def take(self, n: int) -> list[int]:
+        out = []
+        for _ in range(n):
+            epoch, index = divmod(self.position, self.size)
+            out.append(self._order(epoch)[index])
+            self.position += 1
+        return out
+
+    def _order(self, epoch: int) -> list[int]:
+        order = list(range(self.size))
+        random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
+        return order
+
+    @property
+    def epoch(self) -> int:
+        return self.position // self.size
+
+
+def step_seed(seed: int, step: int) -> int:
+    return (seed * 1_000_003 + step * 100_003) % (2**31)
+
+
+class GRPOLoop:
+    """Owns one training run's sampler, trainer, adapters and bookkeeping."""
+
+    ADAPTER_PREFIX = "policy-v"
+
+    def __init__(
+        self,
+        task: Task[Any],
+        config: Config,
+        engine: Engine,
+        trainer: LoRATrainer,
+        run: RunDir,
+        *,
+        train_prompts: Sequence[str],
+        limits: EpisodeLimits,
+        sampling: Sampling,
+        reward_fn: RewardFn | None = None,
+        tracker: Tracker | None = None,
+        view: LiveView | None = None,
+        on_step: StepCallback | None = None,
+        hooks: Any = None,
+    ) -> None:
+        if not train_prompts:
+            raise ValueError("training needs at least one prompt")
+        self.task = task
+        self.config = config
+        self.engine = engine
+        self.trainer = trainer
+        self.run = run
+        self.prompts = list(train_prompts)
+        self.limits = limits
+        self.sampling = sampling
+        self.reward_fn = reward_fn
+        self.tracker = tracker
+        self.view = view
+        self.on_step = on_step
+        self.hooks = hooks
+        self.cursor = DataCursor(len(self.prompts), config.seed)
+        self.policy = TokenPolicy(engine.sampler, engine.chat, seed=config.seed)
+        self.version: int | None = None
+        self.step = 0
+
+    # -- weight sync ----------------------------------------------------------------------
+
+    async def sync(self, version: int) -> float:
+        """Push the trainer's adapter to the sampler as version `version`; returns seconds."""
+        t0 = time.perf_counter()
+        path = self.run.path / "adapters" / f"v{version:06d}"
+        self.trainer.save_adapter(path)
+        name = f"{self.ADAPTER_PREFIX}{version}"
+        await self.engine.sampler.load_adapter(name, str(path))
+        old, self.version = self.version, version
+        self.policy.adapter = name
+        if old is not None and old != version:
+            await self.engine.sampler.unload_adapter(f"{self.ADAPTER_PREFIX}{old}")
+            shutil.rmtree(self.run.path / "adapters" / f"v{old:06d}", ignore_errors=True)
+        return time.perf_counter() - t0
+
+    # -- one step -------------------------------------------------------------------------
+
+    async def train_step(self) -> dict[str, float]:
+        cfg = self.config
+        step = self.step + 1
+        t0 = time.perf_counter()
+        rows = self.cursor.take(cfg.global_batch_size)
+        prompts = [self.prompts[i] for i in rows for _ in range(cfg.group_size)]
+        self.policy.reseed(step_seed(cfg.seed, step))
+
+        def meta(i: int) -> dict[str, Any]:
+            return {
+                "phase": "train",
+                "step": step,
+                "row": rows[i // cfg.group_size],
+                "group": i // cfg.group_size,
+                "sample": i % cfg.group_size,
+                "policy_version": self.version,
+            }
+
+        trajs = await run_episodes(
+            self.task,
+            prompts,
+            self.policy,
+            sampling=self.sampling,
+            limits=self.limits,
+            reward_fn=self.reward_fn,
+            concurrency=max(cfg.rollout_max_concurrency, len(prompts)),
+            metadata=meta,
+        )
+        rollout_s = time.perf_counter() - t0
+
+        t1 = time.perf_counter()
+        rewards = [t.reward.total if t.reward else 0.0 for t in trajs]
+        adv = compute_advantages(
+            rewards,
+            cfg.group_size,
+            method=cfg.advantage_method,
+            scale=cfg.local.scale_rewards,
+        )
+        seqs = [
+            s for t, a in zip(trajs, adv.values, strict=True) for s in trajectory_sequences(t, a)
+        ]
+        train_metrics = self.trainer.step(seqs)
+        train_s = time.perf_counter() - t1
+
+        sync_s = await self.sync(step)
+        self.step = step
+
+        metrics = self._metrics(trajs, rewards, adv.zero_variance_fraction, rollout_s)
+        metrics.update(train_metrics)
+        metrics.update(train_s=train_s, sync_s=sync_s, step_s=time.perf_counter() - t0)
+        append_trajectories(trajs, self.run.path / "trajectories.jsonl")
+        return metrics
+
+    def _metrics(
+        self, trajs: list[Trajectory], rewards: list[float], zero_var: float, rollout_s: float
+    ) -> dict[str, float]:
+        completion = sum(turn.completion_tokens for t in trajs for turn in t.turns)
+        prompt = sum(turn.prompt_tokens for t in trajs for turn in t.turns)
+        failures: Counter[str] = Counter()
+        for t in trajs:
+            failures.update(set(t.failure_kinds))
+        out = {
+            "reward_mean": statistics.fmean(rewards),
+            "reward_std": statistics.pstdev(rewards) if len(rewards) > 1 else 0.0,
+            "reward_max": max(rewards),
+            "solve_rate": sum(t.solved for t in trajs) / len(trajs),
+            "zero_variance_groups": zero_var,
+            "turns_mean": statistics.fmean(len(t.turns) for t in trajs),
+            "tool_calls_mean": statistics.fmean(t.tool_calls for t in trajs),
+            "completion_tokens": float(completion),
+            "prompt_tokens": float(prompt),
+            "tokens_per_s": completion / rollout_s if rollout_s > 0 else 0.0,
+            "rollouts_per_s": len(trajs) / rollout_s if rollout_s > 0 else 0.0,
+            "rollout_s": rollout_s,
+        }
+        for kind, n in failures.items():
+            out[f"failure_{kind}"] = n / len(trajs)
+        return out
+
+    # -- checkpoints ----------------------------------------------------------------------
+
+    def checkpoint(self, extra: dict[str, Any] | None = None) -> None:
+        with self.run.writing_checkpoint(self.step) as path:
+            self.trainer.save_state(path)
+            state = {
+                "step": self.step,
+                "cursor": self.cursor.position,
+                "version": self.version,
+                **(extra or {}),
+            }
+            (path / "state.json").write_text(json.dumps(state, indent=2))
+
+    async def restore(self, path: Any) -> dict[str, Any]:
+        """Load a checkpoint written by `checkpoint` and sync its adapter to the sampler."""
+        state = json.loads((path / "state.json").read_text())
+        self.trainer.load_state(path)
+        self.step = int(state["step"])
+        self.cursor.position = int(state["cursor"])
+        await self.sync(self.step)
+        return state
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def total_steps(self) -> int:
+        cfg = self.config
+        per_epoch = math.ceil(len(self.prompts) / cfg.global_batch_size)
+        return min(cfg.max_steps, per_epoch * cfg.max_epochs) if cfg.max_epochs else cfg.max_steps
+
+    async def train(self) -> list[dict[str, float]]:
+        history: list[dict[str, float]] = []
+        total = self.total_steps()
+        while self.step < total:
+            metrics = await self.train_step()
+            history.append(metrics)
+            self.run.append_metrics(self.step, metrics)
+            if self.tracker is not None:
+                self.tracker.log_metrics(metrics, self.step)
+            if self.view is not None:
+                self.view.step(self.step, metrics)
+            if self.hooks is not None:
+                try:
+                    self.hooks.agentrft_step_finished(step=self.step, metrics=metrics)
+                except Exception as exc:  # a logging plugin must not end training
+                    log.warning("agentrft_step_finished hook failed: %s", exc)
+            if self.step % self.config.local.checkpoint_every == 0 or self.step == total:
+                self.checkpoint()
+            if self.on_step is not None:
+                self.on_step(self.step, metrics)
+        return history

@@ -1,0 +1,85 @@
+"""Trajectories -> training sequences (token ids + loss mask).
+
+RL: the ids come straight from the turns (`prompt_token_ids`, `completion_token_ids`), so
+the trainer trains on exactly what was sampled. With the token-exact `TokenPolicy`, turn
+t+1's prompt extends turn t's prompt + completion, so a whole episode is ONE sequence whose
+mask marks each turn's sampled ids; tool replies and template tokens stay at 0.
+
+SFT: expert games carry messages only; they are rendered with the chat template and the
+mask marks each assistant message's ids (its end-of-turn token included).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from agentrft.backends.local.chat_tokens import ChatTokenizer
+from agentrft.backends.local.trainer import TrainSequence
+from agentrft.trajectory import Trajectory
+
+log = logging.getLogger(__name__)
+
+
+def trajectory_sequences(traj: Trajectory, advantage: float) -> list[TrainSequence]:
+    """The episode's sampled turns as training sequences (one when the ids chain up).
+
+    Turns without token ids (a client that returns none) are skipped.
+    """
+    seqs: list[TrainSequence] = []
+    ids: list[int] = []
+    mask: list[int] = []
+    lps: list[float] = []
+    for turn in traj.turns:
+        prompt, completion = turn.prompt_token_ids, turn.completion_token_ids
+        if not prompt or completion is None:
+            continue
+        logprobs = list(turn.logprobs or [])
+        if len(logprobs) != len(completion):
+            logprobs = [0.0] * len(completion)
+        chained = bool(ids) and len(prompt) >= len(ids) and prompt[: len(ids)] == ids
+        if not chained:
+            if ids:
+                seqs.append(TrainSequence(ids, mask, advantage, lps))
+            ids, mask, lps = [], [], []
+        extra = prompt[len(ids) :]
+        ids = [*ids, *extra, *completion]
+        mask = [*mask, *([0] * len(extra)), *([1] * len(completion))]
+        lps = [*lps, *([0.0] * len(extra)), *logprobs]
+    if ids:
+        seqs.append(TrainSequence(ids, mask, advantage, lps))
+    return seqs
+
+
+def sft_sequence(
+    traj: Trajectory, chat: ChatTokenizer, max_length: int | None = None
+) -> TrainSequence | None:
+    """The episode's messages rendered with the chat template; assistant ids trained.
+
+    Returns None when the episode has no assistant message or the template is not
+    prefix-preserving for it (then the assistant spans cannot be located exactly).
+    """
+    messages = traj.messages
+    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=None)
+    if last is None:
+        return None
+    tools: list[dict[str, Any]] | None = traj.tools or None
+    full = chat.render(messages[: last + 1], tools, add_generation_prompt=False)
+    mask = [0] * len(full)
+    for i, m in enumerate(messages[: last + 1]):
+        if m.role != "assistant":
+            continue
+        head = chat.render(messages[:i], tools, add_generation_prompt=True)
+        if full[: len(head)] != head:
+            log.warning("the chat template is not prefix-preserving; expert game skipped")
+            return None
+        end = len(head)
+        while end < len(full) and full[end] not in chat.end_of_turn_ids:
+            end += 1
+        for j in range(len(head), min(end + 1, len(full))):
+            mask[j] = 1
+    end = max((j for j, v in enumerate(mask) if v), default=len(full) - 1) + 1
+    full, mask = full[:end], mask[:end]
+    if max_length is not None and len(full) > max_length:
+        full, mask = full[:max_length], mask[:max_length]
+    return TrainSequence(full, mask, 1.0)

@@ -1,0 +1,91 @@
+"""SFT warm-up: a few supervised steps on the task's scripted expert games before RL.
+
+Small models rarely find the tool-call format by sampling alone; a warm-up on expert games
+(played by `task.expert()` through the same agent loop, rendered with the same chat
+template) teaches the format so RL has rewards to compare.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agentrft.backends.local.chat_tokens import ChatTokenizer
+from agentrft.backends.local.sequences import sft_sequence
+from agentrft.backends.local.trainer import LoRATrainer, TrainSequence
+from agentrft.policy import Sampling
+from agentrft.rollout import run_episodes
+from agentrft.task import EpisodeLimits, Task
+
+log = logging.getLogger(__name__)
+
+
+async def expert_sequences(
+    task: Task[Any],
+    prompts: Sequence[str],
+    chat: ChatTokenizer,
+    *,
+    limits: EpisodeLimits | None = None,
+    max_length: int | None = None,
+) -> list[TrainSequence]:
+    """Play `prompts` with the task's expert and tokenise the games (assistant ids trained).
+
+    Only games the expert won (`reward.solved`) are kept when any was won.
+    """
+    expert = task.expert()
+    if expert is None:
+        raise ValueError(
+            f"task {task.name!r} has no scripted expert (Task.expert() returned None); "
+            "set local.sft_warmup_steps=0"
+        )
+    trajs = await run_episodes(task, prompts, expert, sampling=Sampling(), limits=limits)
+    won = [t for t in trajs if t.solved]
+    seqs = [sft_sequence(t, chat, max_length) for t in (won or trajs)]
+    return [s for s in seqs if s is not None and any(s.mask)]
+
+
+async def sft_warmup(
+    task: Task[Any],
+    trainer: LoRATrainer,
+    chat: ChatTokenizer,
+    prompts: Sequence[str],
+    *,
+    steps: int,
+    batch_size: int,
+    learning_rate: float,
+    limits: EpisodeLimits | None = None,
+    on_step: Callable[[int, dict[str, float]], None] | None = None,
+) -> list[dict[str, float]]:
+    """`steps` supervised steps of `batch_size` expert games each; returns their metrics.
+
+    The optimizer state is reset afterwards so RL starts with fresh Adam moments at its
+    own learning rate.
+    """
+    if steps <= 0:
+        return []
+    if not prompts:
+        raise ValueError("the SFT warm-up needs training prompts")
+    t0 = time.perf_counter()
+    needed = steps * batch_size
+    games = [prompts[i % len(prompts)] for i in range(needed)]
+    seqs = await expert_sequences(task, games, chat, limits=limits)
+    if not seqs:
+        raise ValueError(f"the expert of task {task.name!r} produced no trainable games")
+    play_s = time.perf_counter() - t0
+    rl_lr = trainer.optimizer.param_groups[0]["lr"]
+    trainer.set_learning_rate(learning_rate)
+    history: list[dict[str, float]] = []
+    for step in range(steps):
+        batch = [seqs[(step * batch_size + i) % len(seqs)] for i in range(batch_size)]
+        t1 = time.perf_counter()
+        metrics = trainer.sft_step(batch)
+        metrics["sft_step_s"] = time.perf_counter() - t1
+        if step == 0:
+            metrics["expert_play_s"] = play_s
+        history.append(metrics)
+        if on_step is not None:
+            on_step(step + 1, metrics)
+    trainer.reset_optimizer(rl_lr)
+    return history
