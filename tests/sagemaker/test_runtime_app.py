@@ -433,3 +433,108 @@ def test_64_concurrent_invocations_share_one_session_and_one_token(aws: None) ->
         assert [r.path for r in seen][-2:] == ["/complete-rollout", "/update-reward"]
         assert seen[-1].body["Rewards"] == [resp.json()["reward"]]
         assert all(r.headers[JOB_ARN_HEADER.lower()] == JOB_ARN for r in seen)
+
+
+# --- the smoke test through the whole chain ------------------------------------------------
+
+
+class AgentCoreProxy:
+    """Stands in for AgentCore's data plane: InvokeAgentRuntime -> the app's /invocations."""
+
+    def __init__(self, app_url: str, hang_s: float = 0.0) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        outer = self
+        self.paths: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.paths.append(self.path)
+                if hang_s:
+                    time.sleep(hang_s)  # a server that never started answers nothing
+                out = httpx.post(app_url + "/invocations", content=body, timeout=60).content
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def agentcore_client(url: str, read_timeout: float = 30) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "bedrock-agentcore",
+        region_name="us-east-1",
+        endpoint_url=url,
+        config=Config(read_timeout=read_timeout, retries={"max_attempts": 1}),
+    )
+
+
+RUNTIME_ARN = "arn:aws:bedrock-agentcore:us-east-1:111122223333:runtime/agentrft_doors-AbCdE12345"
+
+
+def test_smoke_test_through_the_chain_says_it_works(
+    aws: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentrft.backends.sagemaker.smoke import run_smoke_test
+
+    def no_job(rec: Recorded) -> tuple[int, str]:
+        return (400, "Could not find job.")
+
+    with loopback(on_chat=no_job, on_report=no_job) as jr, serve(DoorTask()) as app:
+        monkeypatch.setenv("RFT_RUNTIME_ENDPOINT", jr.endpoint)
+        proxy = AgentCoreProxy(app.url)
+        try:
+            result = run_smoke_test(
+                agentcore_client(proxy.url),
+                runtime_arn=RUNTIME_ARN,
+                prompt=door_row(),
+                account="111122223333",
+                lowest=-1.5,
+            )
+        finally:
+            proxy.close()
+    assert result.ok, "\n".join(result.lines)
+    assert result.reward == -1.5
+    assert proxy.paths[0].startswith("/runtimes/arn%3Aaws%3Abedrock-agentcore")
+    assert (
+        jr.chat[0]
+        .headers["x-amzn-sagemaker-job-arn"]
+        .endswith(":111122223333:job/AgentRFT/smoke-test")
+    )
+
+
+def test_smoke_test_timeout_means_the_server_never_started(aws: None) -> None:
+    from agentrft.backends.sagemaker.smoke import run_smoke_test
+
+    with serve(DoorTask()) as app:
+        proxy = AgentCoreProxy(app.url, hang_s=1.5)
+        try:
+            result = run_smoke_test(
+                agentcore_client(proxy.url, read_timeout=0.3),
+                runtime_arn=RUNTIME_ARN,
+                prompt=door_row(),
+                account="111122223333",
+                lowest=-1.5,
+            )
+        finally:
+            proxy.close()
+    assert not result.ok
+    assert "never started" in "\n".join(result.lines)
