@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from agentrft.backend import BackendUnavailable
+from agentrft.backend import BackendError, BackendUnavailable
 from agentrft.config import ConfigError
 from agentrft.datasets import DatasetError
 from agentrft.plugins import KNOWN_BACKEND_EXTRAS, PluginError
@@ -26,6 +26,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 EXIT_UNAVAILABLE = 2
 
 _KNOWN = (
+    BackendError,
     ConfigError,
     DatasetError,
     PluginError,
@@ -75,11 +76,17 @@ def exit_code(exc: BaseException) -> int:
 
 
 def describe(exc: BaseException) -> str:
-    """The message a user reads for `exc`."""
-    if isinstance(exc, (CliError, *_KNOWN)) and not isinstance(exc, OSError):
-        return str(exc)
+    """The message a user reads for `exc`.
+
+    Our own and plugins' exception classes carry messages written for users; a bare builtin
+    (KeyError, TypeError, ...) escaping a command is a bug, and says so.
+    """
     if isinstance(exc, OSError) and exc.filename is not None:
         return f"{exc.filename}: {exc.strerror or exc}"
+    if isinstance(exc, (CliError, *_KNOWN)):
+        return str(exc)
+    if type(exc).__module__ != "builtins":
+        return f"{exc} ({type(exc).__name__}; `agentrft --debug ...` shows the traceback)"
     return (
         f"unexpected {type(exc).__name__}: {exc}. This is a bug or an unhandled case; "
         f"rerun with `agentrft --debug ...` for the traceback"

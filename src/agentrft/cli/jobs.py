@@ -178,7 +178,7 @@ def train(
     result = impl.train(
         the_task,
         cfg,
-        resume=resume,
+        resume=str(resume) if resume is not None else None,
         dry_run=dry_run,
         wait=wait,
         reward_fn=reward_fn,
@@ -310,7 +310,7 @@ def eval_(
             dry_run=dry_run,
             reward_fn=reward_fn,
             console=console(),
-            output_dir=output_dir,
+            output_dir=str(output_dir) if output_dir is not None else None,
         )
         reports = _as_reports(result)
         _show_reports(reports)
@@ -457,14 +457,25 @@ def _write_report(reports: list[Any], path: Path) -> None:
 
 
 def _print_result(result: Any) -> None:
-    """Show what a backend returned when it is a plain value (a run dir, a job name)."""
+    """Show what a backend returned: a plain value (a run dir, a job name), or the simple
+    fields of a result object (its reports and requests were already printed by the backend).
+    """
+    import dataclasses
+
     if result is None:
         return
     if isinstance(result, (str, Path)):
         echo(str(result))
-    elif hasattr(result, "model_dump_json"):
-        echo(result.model_dump_json(indent=2))
+        return
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+    elif hasattr(result, "model_dump"):
+        fields = dict(result)
     elif isinstance(result, dict):
-        import json
-
-        echo(json.dumps(result, indent=2, default=str))
+        fields = result
+    else:
+        echo(repr(result))
+        return
+    for key, value in fields.items():
+        if isinstance(value, (str, Path, int, float, bool)):
+            echo(f"{key}: {value}")

@@ -26,7 +26,7 @@ def tasks(
     table = Table(title="tasks")
     table.add_column("name", style="bold")
     table.add_column("description")
-    table.add_column("distribution", style="dim")
+    table.add_column("distribution", style="dim", no_wrap=True)
     table.add_column("tiers", style="dim")
     for task_name, cls in classes.items():
         if name is not None and task_name != name:
@@ -36,7 +36,7 @@ def tasks(
             task_name,
             Text(getattr(cls, "description", "") or ""),
             sources.get(task_name, "-"),
-            ", ".join(tiers.names) if tiers is not None else "-",
+            _tiers(tiers.names) if tiers is not None else "-",
         )
     if classes:
         out.print(table)
@@ -57,3 +57,10 @@ def tasks(
         for b in plugins.broken:
             broken.add_row(b.distribution, f"{b.entry_point} = {b.value}", Text(b.error))
         out.print(broken)
+
+
+def _tiers(names: list[str]) -> str:
+    """Tier names best first, shortened when there are many."""
+    if len(names) <= 3:
+        return " > ".join(names)
+    return f"{names[0]} > … > {names[-1]} ({len(names)})"
