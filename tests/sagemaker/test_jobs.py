@@ -274,7 +274,7 @@ def test_recipe_specs_reject_a_value_the_table_allows() -> None:
     )
     cfg = config()
     cfg.learning_rate = 5e-3
-    with pytest.raises(SageMakerError, match="learning_rate=0.005 is above the recipe's maximum"):
+    with pytest.raises(SageMakerError, match=r"learning_rate=0\.005 is above the recipe's maximum"):
         SageMakerBackend().train(FindNumberTask(), cfg, dry_run=True, aws=s.aws)
 
 
