@@ -10,7 +10,7 @@ Lessons from the public sample, built in here:
 - a fresh botocore session per rollout starved the credential provider at 32 concurrent
   rollouts, so the process keeps ONE self-refreshing session (`shared_session`);
 - a token cached for an hour got 403 after the credentials rotated, so tokens live in a
-  short cache (`TOKEN_CACHE_S`) under a lock, and a 403 forces one re-sign (`refresh`).
+  short cache (`TOKEN_CACHE_S`) under a lock, and a 403 forces one re-sign (`invalidate`).
 """
 
 from __future__ import annotations
@@ -98,9 +98,9 @@ class BearerTokenProvider:
     """Hands out a cached bearer token for one region; thread-safe.
 
     Call it (`provider()`) for the current token. After a 401/403, call
-    `provider.refresh(stale_token)`: the first caller re-signs, later callers holding the
-    same stale token get the new one without signing again, so a burst of concurrent 403s
-    costs one mint.
+    `provider.invalidate(generation)` with the generation `current()` gave: the first
+    caller drops the token, later callers holding the same generation change nothing, so
+    a burst of concurrent 403s costs one re-sign.
     """
 
     def __init__(
@@ -120,6 +120,7 @@ class BearerTokenProvider:
         self._lock = threading.Lock()
         self._token: str | None = None
         self._minted_at = 0.0
+        self._generation = 0
         #: Tokens signed so far (tests assert at most one per cache window).
         self.mints = 0
 
@@ -128,38 +129,39 @@ class BearerTokenProvider:
 
     def token(self) -> str:
         """The cached token, re-signed when older than `cache_s`."""
+        return self.current()[0]
+
+    def current(self) -> tuple[str, int]:
+        """(token, generation): the generation names this mint for `invalidate`."""
         with self._lock:
             if self._token is None or self._clock() - self._minted_at >= self.cache_s:
                 self._mint_locked()
             assert self._token is not None
-            return self._token
+            return self._token, self._generation
 
-    def cached(self) -> str | None:
-        """The token if one is cached and fresh, else None (never signs; never blocks long)."""
+    def cached(self) -> tuple[str, int] | None:
+        """(token, generation) if a fresh token is cached, else None (never signs)."""
         with self._lock:
             if self._token is not None and self._clock() - self._minted_at < self.cache_s:
-                return self._token
+                return self._token, self._generation
             return None
 
-    def invalidate(self, stale: str | None = None) -> None:
-        """Drop the cached token after a 401/403, unless it is no longer `stale`.
+    def invalidate(self, generation: int | None = None) -> None:
+        """Drop the cached token after a 401/403, unless it was re-signed since `generation`.
 
-        Rollouts that got a 403 with the same old token all call this; only the first
-        drops it, so the burst costs one re-sign, not one per rollout.
+        Rollouts that got a 403 with the same token all call this; only the first drops it,
+        so the burst costs one re-sign, not one per rollout. (Generations, not token
+        strings: two signatures made in the same second are identical.)
         """
         with self._lock:
-            if stale is None or self._token == stale:
+            if generation is None or generation == self._generation:
                 self._token = None
-
-    def refresh(self, stale: str | None = None) -> str:
-        """Re-sign after an auth failure, unless another caller already replaced `stale`."""
-        self.invalidate(stale)
-        return self.token()
 
     def _mint_locked(self) -> None:
         credentials = self._session_factory().get_credentials()
         self._token = mint_bearer_token(credentials, self.region, self.expires_s)
         self._minted_at = self._clock()
+        self._generation += 1
         self.mints += 1
 
 
@@ -173,20 +175,21 @@ class RolloutToken:
 
     def __init__(self, provider: BearerTokenProvider) -> None:
         self.provider = provider
-        self.last: str | None = None
+        self.generation: int | None = None
 
     async def __call__(self) -> str:
         import asyncio
 
-        token = self.provider.cached()
-        if token is None:
+        found = self.provider.cached()
+        if found is None:
             # Signing may resolve credentials (container endpoint, STS): not on the loop.
-            token = await asyncio.to_thread(self.provider.token)
-        self.last = token
+            found = await asyncio.to_thread(self.provider.current)
+        token, self.generation = found
         return token
 
     def invalidate(self) -> None:
-        self.provider.invalidate(self.last)
+        if self.generation is not None:
+            self.provider.invalidate(self.generation)
 
 
 class TokenProviders:
