@@ -164,7 +164,9 @@ async def _play(
                 continue
 
         t1 = time.perf_counter()
-        stop = await _run_calls(env, calls, recovered, limits, traj, turn, messages, turn_index)
+        stop = await _run_calls(
+            env, calls, recovered, limits, deadline, traj, turn, messages, turn_index
+        )
         traj.tool_s += time.perf_counter() - t1
         if stop:
             return
@@ -180,6 +182,7 @@ async def _run_calls(
     calls: Sequence[ToolCall],
     recovered: bool,
     limits: EpisodeLimits,
+    deadline: float,
     traj: Trajectory,
     turn: Turn,
     messages: list[Message],
@@ -194,7 +197,20 @@ async def _run_calls(
         traj.tool_calls += 1
         if recovered:
             traj.fail(FailureKind.PLAIN_TEXT_CALL, f"{call.name}({call.arguments})", turn_index)
-        result = await env.call_tool(call)
+        try:
+            # The wall-clock budget covers tools too: an async tool that hangs must not
+            # hold the episode (and the job) forever.
+            result = await asyncio.wait_for(
+                env.call_tool(call), timeout=max(0.0, deadline - time.perf_counter())
+            )
+        except (asyncio.TimeoutError, TimeoutError):
+            traj.fail(
+                FailureKind.WALL_CLOCK,
+                f"episode exceeded {limits.timeout_s:g}s in tool {call.name!r}",
+                turn_index,
+            )
+            traj.stop_reason = FailureKind.WALL_CLOCK
+            return True
         if result.failure:
             traj.fail(result.failure, result.content[:200], turn_index)
         # A recovered call has no tool_call id to answer, so its result goes back as a user turn.
