@@ -334,8 +334,9 @@ def deploy_command(
     wait: bool,
     dry_run: bool,
     force: bool = False,
+    skip_preflight: bool = False,
 ) -> None:
-    """The `agentrft deploy` command body (typer-free so tests can call it)."""
+    """The `agentrft deploy` command body."""
     import typer
 
     from agentrft.plugins import PluginError, get_plugins
@@ -366,6 +367,12 @@ def deploy_command(
         import boto3
 
         session = boto3.Session(region_name=region) if region else boto3.Session()
+        if not skip_preflight and not _preflight_ok(session, region, role):
+            fail(
+                "preflight failed (nothing was uploaded); fix the rows above, or pass "
+                "--skip-preflight to deploy anyway"
+            )
+            return
     resolved_region = region or (session.region_name if session else None)
     if not resolved_region:
         if dry_run:
@@ -450,6 +457,29 @@ def deploy_command(
             own_tmp.cleanup()
     typer.echo(result.arn)
     typer.echo(f"next: agentrft smoke-test --runtime-arn {result.arn}")
+
+
+def _preflight_ok(session: Any, region: str | None, role_arn: str) -> bool:
+    """The backend's preflight for a deploy (credentials, region, the runtime role)."""
+    from rich.console import Console
+
+    try:
+        from agentrft.backends.sagemaker.aws import Aws
+        from agentrft.backends.sagemaker.preflight import run_preflight
+        from agentrft.config import Config
+    except ImportError:  # the backend's preflight is optional here
+        return True
+    resolved = region or session.region_name
+    if not resolved:
+        return True  # the caller reports the missing region with its fix
+    report = run_preflight(
+        Config(),
+        purpose="deploy",
+        aws=Aws(session=session, region=resolved),
+        runtime_role_arn=role_arn,
+    )
+    report.render(Console(stderr=True))
+    return bool(report.ok)
 
 
 def _client_token() -> str:

@@ -68,6 +68,9 @@ def deploy(
     force: bool = typer.Option(
         False, "--force", help="Update even while SageMaker AI jobs run (they may fail)."
     ),
+    skip_preflight: bool = typer.Option(
+        False, "--skip-preflight", help="Deploy without checking credentials and the role."
+    ),
 ) -> None:
     """Build the code bundle for TASK and create or update its AgentCore runtime.
 
@@ -88,6 +91,7 @@ def deploy(
         wait=wait,
         dry_run=dry_run,
         force=force,
+        skip_preflight=skip_preflight,
     )
 
 
