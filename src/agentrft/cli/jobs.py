@@ -300,17 +300,24 @@ def eval_(
 
     if backend is not None:
         impl = _backend(backend)
+        # Backend-specific options go only when given, so a backend that does not know
+        # them (local has no `runs`) is not handed keywords it would reject.
+        extra: dict[str, Any] = {}
+        if runs:
+            extra["runs"] = parse_runs(runs)
+        if model_package_arn:
+            extra["model_package_arn"] = model_package_arn
+        if dry_run:
+            extra["dry_run"] = True
         result = impl.evaluate(
             the_task,
             cfg,
             model=cfg.local.model,
             adapter=cfg.local.adapter,
-            runs=parse_runs(runs),
-            model_package_arn=model_package_arn,
-            dry_run=dry_run,
             reward_fn=reward_fn,
             console=console(),
             output_dir=str(output_dir) if output_dir is not None else None,
+            **extra,
         )
         reports = _as_reports(result)
         _show_reports(reports)
