@@ -33,6 +33,7 @@ import json
 import logging
 import os
 import random
+import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -341,6 +342,27 @@ def _sdk_response_class() -> type:
     return httpx.Response
 
 
+def _dropped_connection(exc: BaseException) -> BaseException | None:
+    """The aiohttp connection error behind an SDK timeout, if that is what it really was.
+
+    The SDK's aiohttp backend reports every aiohttp connection error (a server that hung
+    up, a refused connection) as a connect timeout; the cause chain keeps the truth.
+    """
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is None:
+        return None
+    seen: BaseException | None = exc
+    for _ in range(8):
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if seen is None:
+            return None
+        if isinstance(seen, aiohttp.ClientConnectionError) and not isinstance(
+            seen, asyncio.TimeoutError
+        ):
+            return seen
+    return None
+
+
 def _safe_url(url: str) -> str:
     """The URL without user:password@ and without a query string."""
     parts = urlsplit(url)
@@ -523,7 +545,10 @@ class OpenAIPolicy(Policy):
         except openai.APIStatusError as exc:
             resp = exc.response
             raise status_error(exc.status_code, resp.headers, resp.content, self._where) from None
-        except openai.APITimeoutError:
+        except openai.APITimeoutError as exc:
+            dropped = _dropped_connection(exc)
+            if dropped is not None:
+                raise self._connection_error(dropped) from None
             raise self._timeout_error() from None
         except openai.APIConnectionError as exc:
             raise self._connection_error(exc.__cause__ or exc) from None

@@ -2,7 +2,7 @@
 
 - `FakeOpenAIServer`: a loopback OpenAI-compatible chat-completions server driven by a
   script, with fault injection (`http_error`, `rate_limited`, `slow`, `malformed_body`,
-  `disconnect`) and request recording.
+  `disconnect`), `sequence` for scripted orders of replies, and request recording.
 - `FindNumberTask` and `CounterTask`: tiny tool tasks (with scripts usable by both a
   `ScriptedPolicy` and the fake server).
 
@@ -15,11 +15,13 @@ from agentrft.testing.fake_server import (
     HTTPFault,
     RawBody,
     RecordedRequest,
+    ReplySequence,
     Slow,
     disconnect,
     http_error,
     malformed_body,
     rate_limited,
+    sequence,
     slow,
 )
 from agentrft.testing.tasks import (
@@ -41,6 +43,7 @@ __all__ = [
     "HTTPFault",
     "RawBody",
     "RecordedRequest",
+    "ReplySequence",
     "Slow",
     "counter_script",
     "disconnect",
@@ -48,5 +51,6 @@ __all__ = [
     "http_error",
     "malformed_body",
     "rate_limited",
+    "sequence",
     "slow",
 ]

@@ -98,6 +98,35 @@ def disconnect() -> Disconnect:
     return Disconnect()
 
 
+class ReplySequence:
+    """The script `sequence()` returns; `count` is the number of requests answered."""
+
+    def __init__(self, *replies: ServerReply, then: ServerScript | None = None) -> None:
+        if not replies and then is None:
+            raise ValueError("sequence() needs at least one reply or a `then` script")
+        self.replies = list(replies)
+        self.then = then
+        self.count = 0
+
+    def __call__(self, messages: Any, tools: list[dict[str, Any]]) -> ServerReply:
+        i = self.count
+        self.count += 1
+        if i < len(self.replies):
+            return self.replies[i]
+        if self.then is not None:
+            return self.then(messages, tools)
+        return self.replies[-1]
+
+
+def sequence(*replies: ServerReply, then: ServerScript | None = None) -> ReplySequence:
+    """A script that answers request i with `replies[i]`; after the last one it delegates
+    to `then` (a script) or repeats the last reply. It counts requests, not conversations,
+    so a client's retries consume replies: `sequence(http_error(500), then=expert)` fails
+    once, then plays `expert`. Picklable when `then` is.
+    """
+    return ReplySequence(*replies, then=then)
+
+
 # --- recording ---------------------------------------------------------------------------
 
 
@@ -558,6 +587,19 @@ class FakeOpenAIServer:
             self.stop()
             raise RuntimeError(f"FakeOpenAIServer child process failed: {msg}")
         self.port = int(msg)
+
+    # the script ------------------------------------------------------------------------
+
+    @property
+    def script(self) -> ServerScript:
+        return self._cfg.script
+
+    @script.setter
+    def script(self, fn: ServerScript) -> None:
+        """Swap the script of a running thread-mode server (one server, many tests)."""
+        if self.process and self._proc is not None:
+            raise RuntimeError("the script of a running process-mode server cannot change")
+        self._cfg.script = fn
 
     # addresses and records ---------------------------------------------------------------
 
