@@ -157,3 +157,13 @@ def test_failed_first_write_leaves_nothing(tmp_path: Path) -> None:
     with pytest.raises(DatasetError):
         write_rows([{"prompt": "a"}, "not a row"], tmp_path / "r.jsonl")  # type: ignore[list-item]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_byte_order_mark_and_long_csv_fields(tmp_path: Path) -> None:
+    path = tmp_path / "excel.csv"
+    long_prompt = "x" * 300_000
+    path.write_bytes(("\ufeffprompt,id\n" + long_prompt + ",1\n").encode("utf-8"))
+    assert read_rows(path) == [{"prompt": long_prompt, "id": "1"}]
+    jl = tmp_path / "bom.jsonl"
+    jl.write_bytes('\ufeff{"prompt": "a"}\n'.encode())
+    assert read_prompts(jl) == ["a"]

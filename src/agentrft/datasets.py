@@ -146,6 +146,8 @@ def _read_json(path: Path) -> list[dict[str, Any]]:
 
 
 def _read_csv(path: Path) -> list[dict[str, Any]]:
+    # Prompts can be long (a whole document); the csv module's default cap is 128 KiB.
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
     rows: list[dict[str, Any]] = []
     with _open_text(path, newline="") as fh:
         reader = csv.reader(fh)
@@ -186,7 +188,8 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
 @contextlib.contextmanager
 def _open_text(path: Path, newline: str | None = None) -> Any:
     try:
-        with path.open(encoding="utf-8", newline=newline) as fh:
+        # utf-8-sig: spreadsheet exports start with a byte-order mark that is not data.
+        with path.open(encoding="utf-8-sig", newline=newline) as fh:
             yield fh
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
