@@ -18,10 +18,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentrft_expense_report import ExpenseReportEnv
-from agentrft_expense_report import expert as scripted
+if TYPE_CHECKING:
+    # Only for the type hint: the plugin loads (and lists its reward) even where the
+    # expense_report task is not installed; `--reward` then names the task it needs.
+    from agentrft_expense_report import ExpenseReportEnv
 
 from agentrft import (
     FailureKind,
@@ -86,6 +88,8 @@ def reward_samples(task: Any) -> list[RewardSample]:
 
 
 async def _episode_samples(task: Any) -> list[RewardSample]:
+    from agentrft_expense_report import expert as scripted
+
     behaviours = [
         ("clean", "expert", scripted.expert_policy),
         ("correct_sloppy", "expert with tool errors", scripted.clumsy_expert),
