@@ -4,6 +4,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from agentrft.cli.common import (
     API_KEY_ENV_HELP,
@@ -81,7 +82,8 @@ def play(
         finally:
             await the_policy.aclose()
 
-    trajectory = run_async(go)
+    with Console(stderr=True).status(f"playing {task} row {row} with {policy} ..."):
+        trajectory = run_async(go)
     notify_episode(trajectory)
     render_trajectory(trajectory, console())
     if save is not None:
