@@ -115,8 +115,8 @@ class BundlePlan:
         if self.no_deps:
             steps.append("skip third-party dependencies (--no-deps: this bundle will not run)")
         else:
-            steps.append("install dependencies for Linux ARM64 / CPython 3.11:")
-            steps.append("  " + " ".join(_quote(a) for a in self.pip_command()))
+            command = " ".join(_quote(a) for a in self.pip_command())
+            steps.append(f"install dependencies for Linux ARM64 / CPython 3.11:\n       {command}")
         steps.append(f"write {ENTRY_FILE} (starts agentrft.backends.sagemaker.runtime_main)")
         steps.append(f"zip {self.stage} -> {self.zip_path}")
         return steps

@@ -303,7 +303,11 @@ def dry_run_report(plan: BundlePlan, spec: DeploySpec) -> list[str]:
     update = spec.update_request("<agentRuntimeId of the existing runtime>")
     validate_request("CreateAgentRuntime", create)
     validate_request("UpdateAgentRuntime", {**update, "agentRuntimeId": "agentrft_x-0123456789"})
-    lines = ["Build the code bundle:"]
+    lines = [
+        "Preflight (skipped by --dry-run): credentials and region (STS GetCallerIdentity), "
+        "the runtime role's AmazonSageMakerJobRuntimeAccess and trust (IAM reads).",
+        "Build the code bundle:",
+    ]
     lines += [f"  {i}. {s}" for i, s in enumerate(plan.describe(), 1)]
     lines += [
         "AWS requests (none sent: --dry-run):",

@@ -72,10 +72,17 @@ def main() -> None:
 
 
 def _configure_logging() -> None:
-    if not logging.getLogger().handlers:
-        logging.basicConfig(
-            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-        )
+    # One line per rollout from agentrft; bedrock_agentcore logs through its own handler
+    # (JSON), so the root logger stays unconfigured to avoid printing its lines twice.
+    ours = logging.getLogger("agentrft")
+    if not ours.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        ours.addHandler(handler)
+        ours.setLevel(logging.INFO)
+        ours.propagate = False
+    for noisy in ("httpx", "httpcore", "openai", "botocore", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 if __name__ == "__main__":
