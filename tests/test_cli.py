@@ -275,6 +275,9 @@ def test_eval_policy_expert_writes_report_and_trajectories(tiny_plugins, tmp_pat
     assert result.exit_code == 0, result.output
     assert "pass@3" in result.output and "solve rate" in result.output
     data = json.loads(report.read_text())
+    assert (data["task"], data["policy"], data["split"], data["n"]) == (
+        "find_number", "expert", "validation", 4
+    )  # fmt: skip
     assert [r["temperature"] for r in data["reports"]] == [0.7, 1.0]
     first = data["reports"][0]
     assert (first["rows"], first["samples_per_row"], first["episodes"]) == (4, 3, 12)

@@ -322,7 +322,7 @@ def eval_(
         reports = _as_reports(result)
         _show_reports(reports)
         if report is not None and reports:
-            _write_report(reports, report)
+            _write_report(reports, report, {"backend": backend, "task": cfg.task})
         if not reports:
             _print_result(result)
         return
@@ -409,7 +409,9 @@ def _eval_policy(
 
     _show_reports(reports)
     if report is not None:
-        _write_report(reports, report)
+        source = {"data": str(data)} if data else {"split": ev.split, "n": ev.n, "seed": cfg.seed}
+        # The policy spec, never the key or headers (they may hold secrets).
+        _write_report(reports, report, {"task": the_task.name, "policy": policy, **source})
         console().print(f"report: {report}")
     if trajectories is not None:
         count = write_trajectories(trajs, trajectories)
@@ -459,8 +461,9 @@ def _show_reports(reports: list[Any]) -> None:
         out.print(reports_table(reports))
 
 
-def _write_report(reports: list[Any], path: Path) -> None:
-    write_json_atomic({"reports": [r.to_dict() for r in reports]}, path)
+def _write_report(reports: list[Any], path: Path, context: dict[str, Any]) -> None:
+    """`{"task", "policy" | "backend", where the rows came from, "reports": [...]}`."""
+    write_json_atomic({**context, "reports": [r.to_dict() for r in reports]}, path)
 
 
 def _print_result(result: Any) -> None:
