@@ -8,7 +8,6 @@ prices; the profile comes from trajectories you recorded (local runs, `agentrft 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -221,7 +220,3 @@ def launch_run_profile() -> TokenProfile:
 
 def format_tokens(n: float) -> str:
     return f"{n / 1e6:,.1f} M" if n >= 1e5 else f"{n:,.0f}"
-
-
-def describe_profile(profile: TokenProfile) -> str:
-    return json.dumps(asdict(profile))

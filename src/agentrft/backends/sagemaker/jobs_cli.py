@@ -7,7 +7,6 @@ call and stays fast.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -22,29 +21,10 @@ REGION_HELP = "AWS region (default: sagemaker.region, else the AWS SDK's resolut
 
 
 def _handle(fn: F) -> F:
-    """Expected failures: one `error:` line on stderr, exit 1 (the core CLI's convention)."""
+    """Expected failures (SageMakerError is a BackendError): one `error:` line, exit 1."""
+    from agentrft.cli.errors import handle_errors
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from agentrft.backends.sagemaker.aws import SageMakerError
-
-        try:
-            from agentrft.cli.errors import CliError, handle_errors
-        except ImportError:  # the core CLI is not importable: plain reporting
-            CliError, handle_errors = None, None  # type: ignore[assignment]
-
-        def call() -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except SageMakerError as exc:
-                if CliError is not None:
-                    raise CliError(str(exc)) from None
-                typer.echo(f"error: {exc}", err=True)
-                raise typer.Exit(1) from None
-
-        return handle_errors(call)() if handle_errors is not None else call()
-
-    return wrapper  # type: ignore[return-value]
+    return handle_errors(fn)
 
 
 def _console() -> Any:

@@ -174,15 +174,13 @@ def run_preflight(
     if needs_job and task is not None:
         uris = dataset_uris
         if uris is None:
-            uris = {
-                k: v
-                for k, v in (
-                    ("train", sm.train_s3_uri),
-                    ("validation", sm.validation_s3_uri),
-                    ("evaluation", sm.evaluation_s3_uri if purpose != "train" else None),
-                )
-                if v
-            }
+            if purpose == "eval":
+                pairs = [("evaluation", sm.evaluation_s3_uri or sm.validation_s3_uri)]
+            else:
+                pairs = [("train", sm.train_s3_uri), ("validation", sm.validation_s3_uri)]
+                if purpose == "doctor":
+                    pairs.append(("evaluation", sm.evaluation_s3_uri))
+            uris = {k: v for k, v in pairs if v}
         for label, uri in uris.items():
             _guard(
                 report,
