@@ -81,6 +81,13 @@ class LocalConfig(_Section):
     tiny_model: Literal["156k", "1m", "5m"] = Field(
         "1m", description="Size of the built-in tiny model used when `model` is None on CPU."
     )
+    cpu_threads: int | None = Field(
+        None,
+        ge=1,
+        description="torch threads on CPU. None: 1 for the built-in tiny model (its matmuls "
+        "are too small to split, and on a busy machine waiting threads spin: measured 7x "
+        "slower with 2), torch's default otherwise.",
+    )
     device: str = Field("auto", description="auto, cpu, cuda, cuda:N.")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto", description="auto: bf16 on GPU, fp32 on CPU."
