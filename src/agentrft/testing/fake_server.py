@@ -280,6 +280,7 @@ class _Core:
         self.server: asyncio.base_events.Server | None = None
         self.port = 0
         self._writers: set[asyncio.StreamWriter] = set()
+        self._handlers: set[asyncio.Task[None]] = set()
 
     async def start(self, port: int = 0) -> int:
         self.server = await asyncio.start_server(
@@ -291,14 +292,26 @@ class _Core:
     async def close(self) -> None:
         if self.server is not None:
             self.server.close()
-            # Closing idle keep-alive connections lets their handlers end on EOF.
+            # Closing idle keep-alive connections lets their handlers end on EOF; any still
+            # busy (a slow reply) are cancelled, so no task outlives the loop.
             for w in list(self._writers):
                 w.close()
+            handlers = [t for t in self._handlers if not t.done()]
+            if handlers:
+                _, pending = await asyncio.wait(handlers, timeout=0.5)
+                for t in pending:
+                    t.cancel()
+                if pending:
+                    await asyncio.wait(pending, timeout=0.5)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.server.wait_closed(), 1.0)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
+            task.add_done_callback(self._handlers.discard)
         try:
             while True:
                 try:
