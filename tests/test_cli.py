@@ -148,6 +148,10 @@ def test_replay(tiny_plugins, tmp_path: Path) -> None:
     assert result.output.count("outcome tier") == 2
     result = run("replay", str(save), "--index", "1")
     assert result.exit_code == 0 and result.output.count("outcome tier") == 1
+    # Replay shows the same panels play showed live.
+    played = run("play", "--task", "find_number", "--row", "1").output
+    body = [ln for ln in played.splitlines() if "│" in ln and "·" not in ln]
+    assert body and body == [ln for ln in result.output.splitlines() if ln in body]
     assert run("replay", str(save), "--index", "2").exit_code == 1
     result = run("replay", str(save), "--summary")
     assert result.exit_code == 0 and "100.0%" in result.output

@@ -8,12 +8,14 @@ markup: a model writing `[bold]` must not restyle the terminal.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+
+from agentrft.policy import Completion, Policy, Sampling
 
 if TYPE_CHECKING:
     from agentrft.messages import Message, ToolCall
@@ -29,32 +31,48 @@ def render_trajectory(
     """Print an episode: the opening messages, each turn (text, tool calls, replies), the
     failures, and the reward breakdown."""
     t = trajectory
-    head = Text()
-    head.append(title or f"episode {t.id}", style="bold")
-    head.append(f"  task={t.task}")
-    if t.instance_id:
-        head.append(f"  instance={t.instance_id}")
-    if t.metadata:
-        head.append("  " + " ".join(f"{k}={v}" for k, v in t.metadata.items()), style="dim")
-    console.rule(head)
-
+    render_header(t.task, console, title=title or f"episode {t.id}", trajectory=t)
     # Messages before the first assistant turn: system and user prompts.
     for msg in t.messages:
         if msg.role == "assistant":
             break
-        console.print(_message_panel(msg, max_chars))
-
+        console.print(message_panel(msg, max_chars))
     for turn in t.turns:
-        label = f"turn {turn.index + 1}"
-        if turn.finish_reason:
-            label += f" · {turn.finish_reason}"
-        if turn.completion_tokens:
-            label += f" · {turn.completion_tokens} tokens"
-        console.rule(Text(label, style="dim"), align="left")
-        console.print(_message_panel(turn.assistant, max_chars))
+        render_turn_rule(turn.index, turn.finish_reason, turn.completion_tokens, console)
+        console.print(message_panel(turn.assistant, max_chars))
         for reply in turn.tool_messages:
-            console.print(_message_panel(reply, max_chars))
+            console.print(message_panel(reply, max_chars))
+    render_outcome(t, console)
 
+
+def render_header(
+    task: str, console: Console, *, title: str, trajectory: Trajectory | None = None
+) -> None:
+    head = Text()
+    head.append(title, style="bold")
+    head.append(f"  task={task}")
+    if trajectory is not None and trajectory.instance_id:
+        head.append(f"  instance={trajectory.instance_id}")
+    if trajectory is not None and trajectory.metadata:
+        meta = " ".join(f"{k}={v}" for k, v in trajectory.metadata.items())
+        head.append("  " + meta, style="dim")
+    console.rule(head)
+
+
+def render_turn_rule(
+    index: int, finish_reason: str | None, completion_tokens: int, console: Console
+) -> None:
+    label = f"turn {index + 1}"
+    if finish_reason:
+        label += f" · {finish_reason}"
+    if completion_tokens:
+        label += f" · {completion_tokens} tokens"
+    console.rule(Text(label, style="dim"), align="left")
+
+
+def render_outcome(trajectory: Trajectory, console: Console) -> None:
+    """The end of an episode: failures, stop reason, and the reward breakdown."""
+    t = trajectory
     if t.failures:
         failures = Table(title="failures", show_header=True, header_style="bold red")
         failures.add_column("turn", justify="right")
@@ -74,7 +92,56 @@ def render_trajectory(
         console.print(reward_table(t.reward))
 
 
-def _message_panel(msg: Message, max_chars: int) -> Panel:
+class LiveView(Policy):
+    """Wraps a policy so an episode prints as it is played, in `render_trajectory`'s layout.
+
+    Each call prints the messages added since the last one (the opening prompts, then the
+    previous turn's tool replies), then the new assistant turn. `finish(trajectory)` prints
+    what followed the last call and the outcome.
+    """
+
+    def __init__(self, inner: Policy, console: Console, max_chars: int = 4000) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.console = console
+        self.max_chars = max_chars
+        self._session: Policy | None = None
+        self._printed = 0
+        self._turns = 0
+
+    def session(self) -> Policy:
+        self._session = self.inner.session()
+        self._printed = 0
+        self._turns = 0
+        return self
+
+    async def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+    ) -> Completion:
+        self._print_since(messages)
+        completion = await (self._session or self.inner).complete(messages, tools, sampling)
+        render_turn_rule(
+            self._turns, completion.finish_reason, completion.completion_tokens, self.console
+        )
+        self.console.print(message_panel(completion.message, self.max_chars))
+        self._turns += 1
+        self._printed = len(messages) + 1  # the loop appends this reply next
+        return completion
+
+    def finish(self, trajectory: Trajectory) -> None:
+        self._print_since(trajectory.messages)
+        render_outcome(trajectory, self.console)
+
+    def _print_since(self, messages: list[Message]) -> None:
+        for msg in messages[self._printed :]:
+            self.console.print(message_panel(msg, self.max_chars))
+        self._printed = len(messages)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def message_panel(msg: Message, max_chars: int) -> Panel:
     parts: list[Text] = []
     if msg.reasoning:
         parts.append(Text(_clip(msg.reasoning, max_chars), style="dim italic"))
@@ -121,7 +188,9 @@ def reward_table(reward: RewardResult) -> Table:
     table.add_row(Text("total", style="bold"), Text(f"{reward.total:+.4f}", style="bold"))
     table.add_section()
     table.add_row("outcome tier", reward.outcome or "-")
-    table.add_row("solved", Text("yes", style="green") if reward.solved else Text("no", style="red"))
+    table.add_row(
+        "solved", Text("yes", style="green") if reward.solved else Text("no", style="red")
+    )
     return table
 
 

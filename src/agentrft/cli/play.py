@@ -4,7 +4,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from agentrft.cli.common import (
     API_KEY_ENV_HELP,
@@ -51,7 +50,7 @@ def play(
 ) -> None:
     """Play one episode and print it turn by turn with the reward breakdown."""
     from agentrft.policy import Sampling
-    from agentrft.render import render_trajectory
+    from agentrft.render import LiveView, render_header
     from agentrft.rollout import run_episode
     from agentrft.trajectory import append_trajectories
 
@@ -67,25 +66,28 @@ def play(
     )
     sampling = Sampling(temperature=temperature, max_tokens=max_tokens)
     limits = episode_limits(the_task, Config(), max_turns)
+    out = console()
+    name = getattr(the_policy, "name", "") or policy
+    render_header(task, out, title=f"row {row} · {name}")
+    live = LiveView(the_policy, out)  # prints each turn as it is played
 
     async def go() -> Trajectory:
         try:
             return await run_episode(
                 the_task,
                 prompts[row],
-                the_policy,
+                live,
                 sampling=sampling,
                 limits=limits,
                 reward_fn=reward_fn,
-                metadata={"row": row, "policy": getattr(the_policy, "name", policy)},
+                metadata={"row": row, "policy": name},
             )
         finally:
-            await the_policy.aclose()
+            await live.aclose()
 
-    with Console(stderr=True).status(f"playing {task} row {row} with {policy} ..."):
-        trajectory = run_async(go)
+    trajectory = run_async(go)
+    live.finish(trajectory)
     notify_episode(trajectory)
-    render_trajectory(trajectory, console())
     if save is not None:
         append_trajectories([trajectory], save)
         console().print(f"appended to {save}")
