@@ -459,3 +459,21 @@ def test_job_names_and_refs() -> None:
     assert split_job_ref(job_arn("n1", "AgentRFTEvaluation")) == ("n1", "AgentRFTEvaluation")
     assert split_job_ref("n1") == ("n1", None)
     assert hp_value([1, 2]) == "[1, 2]" and hp_value(True) == "true" and hp_value(1e-5) == "1e-05"
+
+
+def test_watch_tolerates_a_few_failed_polls_then_gives_up() -> None:
+    from agentrft.backends.sagemaker.jobs import MAX_POLL_FAILURES, watch_job
+
+    s = stubbed_aws(REGION, services=["sagemaker"])
+    s["sagemaker"].add_client_error("describe_job", "ThrottlingException", "Rate exceeded")
+    s["sagemaker"].add_response(
+        "describe_job", describe_job_response("w1", status="Completed", secondary="Completed")
+    )
+    out, buf = console()
+    assert watch_job(s.aws, "w1", "AgentRFT", console=out, sleep=lambda _: None).done
+    assert "poll failed (1/5)" in buf.getvalue()
+    for _ in range(MAX_POLL_FAILURES):
+        s["sagemaker"].add_client_error("describe_job", "ThrottlingException", "Rate exceeded")
+    with pytest.raises(SageMakerError, match="keeps running"):
+        watch_job(s.aws, "w1", "AgentRFT", console=out, sleep=lambda _: None)
+    s.assert_done()

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from agentrft.backends.sagemaker.aws import Aws
 
 CATEGORIES = (facts.TRAINING_CATEGORY, facts.EVALUATION_CATEGORY)
+#: Consecutive failed DescribeJob polls tolerated while watching a job.
+MAX_POLL_FAILURES = 5
 
 
 def split_job_ref(ref: str) -> tuple[str, str | None]:
@@ -151,26 +153,48 @@ def watch_job(
 ) -> JobView:
     """Poll DescribeJob until a terminal status (there is no waiter), with a status line.
 
-    Each secondary-status change prints a line; the spinner line shows the latest poll.
+    Each secondary-status change prints a line; the spinner line shows the latest poll. A
+    run lasts hours, so a few failed polls in a row (throttling, a network blip) are
+    tolerated; Ctrl+C stops watching, never the job.
     """
     start = clock()
     last_secondary = None
-    with console.status("waiting for DescribeJob") as spinner:
-        while True:
-            view = describe_job(aws, name, category)
-            line = status_line(view, clock() - start)
-            spinner.update(line)
-            if view.secondary_status != last_secondary:
-                console.print(line)
-                last_secondary = view.secondary_status
-            if view.done:
-                return view
-            if timeout_s is not None and clock() - start >= timeout_s:
-                raise SageMakerError(
-                    f"job {name} still {view.status} after {timeout_s:.0f}s; it keeps running "
-                    f"— follow it with `agentrft jobs describe {name}`"
-                )
-            sleep(poll_s)
+    failures = 0
+    try:
+        with console.status("waiting for DescribeJob") as spinner:
+            while True:
+                try:
+                    view = describe_job(aws, name, category)
+                    failures = 0
+                except SageMakerError as exc:
+                    failures += 1
+                    if failures >= MAX_POLL_FAILURES:
+                        raise SageMakerError(
+                            f"{exc}; gave up watching after {failures} failed polls. The job "
+                            f"keeps running: agentrft jobs describe {name}"
+                        ) from None
+                    console.print(f"[yellow]poll failed ({failures}/{MAX_POLL_FAILURES}): {exc}[/]")
+                    sleep(poll_s)
+                    continue
+                line = status_line(view, clock() - start)
+                spinner.update(line)
+                if view.secondary_status != last_secondary:
+                    console.print(line)
+                    last_secondary = view.secondary_status
+                if view.done:
+                    return view
+                if timeout_s is not None and clock() - start >= timeout_s:
+                    raise SageMakerError(
+                        f"job {name} still {view.status} after {timeout_s:.0f}s; it keeps "
+                        f"running: follow it with `agentrft jobs describe {name}`"
+                    )
+                sleep(poll_s)
+    except KeyboardInterrupt:
+        console.print(
+            f"stopped watching; job {name} keeps running. Follow it with `agentrft jobs "
+            f"describe {name}`, stop it with `agentrft jobs stop {name}`"
+        )
+        raise
 
 
 def render_job(view: JobView, console: Console, prices: PriceTable | None = None) -> None:
