@@ -383,14 +383,16 @@ def test_could_not_find_job_still_answers_a_reward(aws: None) -> None:
     assert len(jr.rewards) == 0  # UpdateReward is pointless after a 400 on CompleteRollout
 
 
-def test_a_crashing_policy_factory_still_answers(aws: None) -> None:
+def test_a_crashing_policy_factory_still_reports_and_answers(aws: None) -> None:
     def broken(payload: Any, tokens: Any) -> Any:
         raise RuntimeError("boom")
 
-    with serve(DoorTask(), environ={}) as app:
+    with loopback() as jr, serve(DoorTask()) as app:
         app.app.runner.policy_factory = broken
-        resp = app.invoke(payload(door_row()))
+        resp = app.invoke(with_endpoint(payload(door_row()), jr.endpoint))
     assert resp.json() == {"reward": -1.5}
+    assert [r.body["Status"] for r in jr.completes] == ["failed"]
+    assert [r.body["Rewards"] for r in jr.rewards] == [[-1.5]]
 
 
 def test_ping_says_healthy(aws: None) -> None:

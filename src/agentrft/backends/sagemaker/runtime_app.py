@@ -105,7 +105,10 @@ class RolloutRunner:
         payload = parse_payload(raw, self.environ)
         traj: Trajectory | None = None
         if payload.can_play:
-            traj = await self._play(payload)
+            try:
+                traj = await self._play(payload)
+            except Exception:  # a broken client factory: still report, still answer
+                log.exception("rollout %s could not be played", payload.trajectory_id)
 
         reached = bool(traj and traj.turns)
         reward = self.lowest
