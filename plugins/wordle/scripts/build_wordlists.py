@@ -9,7 +9,7 @@ Rules (design note wordle.md, following the managed service's public sample):
 - answers: english + american words at SCOWL size <= 35, exactly five letters a-z, minus
   inflected forms, minus offensive words. The sample used AGID for inflections, which Debian
   does not package, so inflections are found with suffix rules over the same lists:
-    * plurals and verb forms: removing -s, -es, -ies->y, -ed or -d gives another listed word;
+    * plurals and verb forms: removing -s, -es, -ies->y, -ied->y, -ed or -d gives another listed word;
     * -ing forms: removing -ing (optionally restoring -e, undoubling a consonant, or
       -ying -> -ie) gives a listed word that is a verb (it has an -s/-es and an -ed/-d form);
     * comparatives: removing -er / -r / -ier->y gives a listed word whose superlative
@@ -59,6 +59,8 @@ def is_plain_inflection(word: str, listed: set[str]) -> bool:
     if word.endswith("es"):
         stems.append(word[:-2])
     if word.endswith("ies"):
+        stems.append(word[:-3] + "y")
+    if word.endswith("ied"):
         stems.append(word[:-3] + "y")
     if word.endswith("ed"):
         stems.append(word[:-2])

@@ -68,36 +68,55 @@ def letters_array(words: list[str]) -> np.ndarray:
     return raw - ord("a")
 
 
+def letter_counts(words: np.ndarray) -> np.ndarray:
+    """(n, 26) uint8: how many times each letter occurs in each word."""
+    counts = np.zeros((len(words), 26), dtype=np.uint8)
+    np.add.at(counts, (np.repeat(np.arange(len(words)), 5), words.ravel()), 1)
+    return counts
+
+
 def pattern_matrix(guesses: np.ndarray, answers: np.ndarray, chunk: int = 256) -> np.ndarray:
     """Feedback codes of every guess against every answer: a (n_guesses, n_answers) uint8.
 
     Same rule as `score_guess`, vectorised: position i of the guess is yellow when it is
-    not green and the answer's unmatched copies of that letter outnumber the non-green
-    copies earlier in the guess (those take the yellows first, left to right). Guesses are
-    processed in chunks so the (chunk, n_answers, 5) intermediates stay in cache.
+    not green and the answer's copies of that letter not matched by a green outnumber the
+    non-green copies earlier in the guess (those take the yellows first, left to right).
+    Guesses with five distinct letters (about two thirds) take a shortcut: a non-green
+    letter is yellow exactly when the answer contains it. Chunks keep the (chunk,
+    n_answers) intermediates in cache.
     """
+    counts_t = np.ascontiguousarray(letter_counts(answers).T)  # (26, n_answers)
+    present_t = counts_t > 0
     out = np.empty((len(guesses), len(answers)), dtype=np.uint8)
-    for start in range(0, len(guesses), chunk):
-        out[start : start + chunk] = _pattern_block(guesses[start : start + chunk], answers)
+    ordered = np.sort(guesses, axis=1)
+    distinct = (ordered[:, 1:] != ordered[:, :-1]).all(axis=1)
+    for repeated, group in ((False, np.flatnonzero(distinct)), (True, np.flatnonzero(~distinct))):
+        for start in range(0, len(group), chunk):
+            rows = group[start : start + chunk]
+            out[rows] = _pattern_block(guesses[rows], answers, counts_t, present_t, repeated)
     return out
 
 
-def _pattern_block(guesses: np.ndarray, answers: np.ndarray) -> np.ndarray:
-    g = guesses[:, None, :]  # (G, 1, 5)
-    a = answers[None, :, :]  # (1, A, 5)
-    green = g == a  # (G, A, 5)
-    codes = np.zeros(green.shape[:2], dtype=np.uint8)
-    not_green_answer = ~green
+def _pattern_block(
+    g: np.ndarray, answers: np.ndarray, counts_t: np.ndarray, present_t: np.ndarray, repeated: bool
+) -> np.ndarray:
+    green = [g[:, i, None] == answers[None, :, i] for i in range(5)]  # 5 x (chunk, n_answers)
+    codes = np.zeros((len(g), len(answers)), dtype=np.uint8)
     for i in range(5):
-        letter = g[:, :, i : i + 1]  # (G, 1, 1)
-        # Copies of this letter in the answer not already matched by a green.
-        unmatched = ((a == letter) & not_green_answer).sum(axis=2, dtype=np.uint8)
-        # Copies earlier in the guess that were not green: they claim yellows first.
-        earlier = np.zeros_like(unmatched)
+        codes += green[i] * np.uint8(2 * _POW3[i])
+    if not repeated:
+        for i in range(5):
+            codes += (~green[i] & present_t[g[:, i]]) * _POW3[i]
+        return codes
+    for i in range(5):
+        same = [(g[:, k] == g[:, i])[:, None] for k in range(5)]
+        available = counts_t[g[:, i]]  # copies of this letter in each answer...
+        for k in range(5):
+            available = available - (green[k] & same[k])  # ...not matched by a green
+        claimed = np.zeros_like(available)
         for k in range(i):
-            earlier += (guesses[:, k] == guesses[:, i])[:, None] & not_green_answer[:, :, k]
-        yellow = ~green[:, :, i] & (unmatched > earlier)
-        codes += (green[:, :, i] * np.uint8(2) + yellow) * _POW3[i]
+            claimed += ~green[k] & same[k]  # earlier non-green copies take yellows first
+        codes += (~green[i] & (available > claimed)) * _POW3[i]
     return codes
 
 
@@ -112,9 +131,7 @@ class AnswerPool:
     def __init__(self, words: list[str] | tuple[str, ...], cache_size: int = 4096) -> None:
         self.words = tuple(words)
         self.letters = letters_array(list(self.words))
-        self.counts = np.zeros((len(self.words), 26), dtype=np.uint8)
-        rows = np.repeat(np.arange(len(self.words)), 5)
-        np.add.at(self.counts, (rows, self.letters.ravel()), 1)
+        self.counts = letter_counts(self.letters)
         self._cache: dict[str, np.ndarray] = {}
         self._cache_size = cache_size
 

@@ -101,7 +101,7 @@ class Knowledge:
             f"'{c.upper()}' (at least {n})" for c, n in self.yellow_letters().items()
         )
         grays = ", ".join(sorted(c.upper() for c in self.absent))
-        words = ", ".join(w.upper() for w in guessed)
+        words = ", ".join(w.upper() for w in dict.fromkeys(guessed))  # distinct, in order
         return (
             "Current Knowledge:\n"
             f"- Correct Position (Green): {greens}\n"

@@ -106,8 +106,9 @@ class WordleTask(Task[WordleInstance]):
 
     name: ClassVar[str] = "wordle"
     description: ClassVar[str] = "Guess a hidden 5-letter word in 6 tries (the service's sample)"
+    # The tool-call limit is the binding one (a turn may carry several calls).
     limits: ClassVar[EpisodeLimits] = EpisodeLimits(
-        max_turns=12, max_tool_calls=12, timeout_s=600.0
+        max_turns=16, max_tool_calls=12, timeout_s=600.0
     )
     tiers: ClassVar[TieredReward | None] = WORDLE_TIERS
 
@@ -278,7 +279,6 @@ def _probe_games() -> Iterator[tuple[str, str, list[Any]]]:
     of any length: each word keeps every green and uses no gray letter."""
     answer = "sight"
     family = ["fight", "light", "might", "night", "right", "tight"]
-    rich = ["slate", "crony", "humid", "begun", "wacky", "vapid"]  # many new letters, no solve
     for n in range(1, MAX_GUESSES + 1):
         clean = [_guess(w) for w in family[: n - 1]] + [_guess(answer)]
         yield f"solved on guess {n}, clean play", answer, clean
@@ -291,7 +291,9 @@ def _probe_games() -> Iterator[tuple[str, str, list[Any]]]:
         texts = [f'guess_word("{w}")' for w in family[: n - 1]] + [f"guess: {answer}"]
         yield f"solved on guess {n}, plain-text guesses", answer, texts
     yield "lost, clean play", answer, [_guess(w) for w in family]
-    yield "lost, informative play", answer, [_guess(w) for w in rich]
+    # A strong opener, then words that keep every clue and each rule out more answers.
+    rich = ["slate", "bound", "found", "hound", "mound", "pound"]
+    yield "lost, informative play", "wound", [_guess(w) for w in rich]
     yield "lost, worst play", answer, [_guess("no")] * 6 + [_guess("zzzzz")] * 6
     yield "lost, one guess then silence", answer, [_guess("fight"), "I give up."]
     yield "no play, malformed only", answer, [_guess("no")] * 12

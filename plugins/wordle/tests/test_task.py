@@ -1,0 +1,237 @@
+import json
+import random
+import re
+from typing import Any
+
+import pytest
+from agentrft_wordle import WORDLE_TIERS, WordleTask, allowed_words, answer_words
+from agentrft_wordle.task import SYSTEM_PROMPT, split_words
+
+from agentrft import (
+    Message,
+    ScriptedPolicy,
+    TaskInputError,
+    Tier,
+    TieredReward,
+    Trajectory,
+    call,
+    check_reward_order,
+    replay_policy,
+    run_episode,
+)
+from agentrft.plugins import load_plugins
+
+
+def test_found_through_its_entry_point() -> None:
+    assert load_plugins().task_classes()["wordle"] is WordleTask
+
+
+# -- rows ----------------------------------------------------------------------------------
+def test_rows_round_trip(task: WordleTask) -> None:
+    rows = task.make_dataset("train", 5, 3)
+    for i, row in enumerate(rows):
+        assert set(row) == {"prompt"} and isinstance(row["prompt"], str)
+        inner = json.loads(row["prompt"])
+        assert inner == {
+            "prompt": "Guess the 5-letter word",
+            "answer": inner["answer"],
+            "id": f"wordle_train_{i:04d}",
+        }
+        instance = task.parse(row["prompt"])
+        assert instance.answer == inner["answer"] and instance.id == inner["id"]
+        assert task.row(instance.answer, instance.id) == row
+
+
+def test_sample_row_from_the_design_note_parses(task: WordleTask) -> None:
+    row = {
+        "prompt": '{"prompt": "Guess the 5-letter word", "answer": "riser", "id": "wordle_train_0000"}'
+    }
+    instance = task.parse(row["prompt"])
+    assert (instance.answer, instance.prompt, instance.id) == (
+        "riser",
+        "Guess the 5-letter word",
+        "wordle_train_0000",
+    )
+
+
+@pytest.mark.parametrize(
+    ("prompt", "message"),
+    [
+        ("Guess the 5-letter word", "not JSON"),
+        ('["riser"]', 'JSON object with an "answer"'),
+        ('{"prompt": "Guess"}', 'JSON object with an "answer"'),
+        ('{"answer": "rise"}', "five letters a-z, got 'rise'"),
+        ('{"answer": "r1ser"}', "five letters a-z"),
+        ('{"answer": 12345}', "five letters a-z"),
+        ('{"answer": "risers"}', "five letters a-z"),
+        ('{"answer": "riser", "prompt": ""}', "non-empty string"),
+        ('{"answer": "riser", "prompt": "Guess RISER"}', "contains its own answer"),
+    ],
+)
+def test_bad_rows_are_rejected_clearly(task: WordleTask, prompt: str, message: str) -> None:
+    with pytest.raises(TaskInputError, match=re.escape(message)):
+        task.parse(prompt)
+
+
+async def test_bad_row_gets_the_lowest_reward_through_the_loop(task: WordleTask) -> None:
+    traj = await run_episode(
+        task, '{"answer": "rise"}', replay_policy([call("guess_word", {"guess": "crane"})])
+    )
+    assert traj.failure_kinds == ["bad_input"] and traj.reward.total == -1.5
+
+
+def test_splits_are_fixed_disjoint_and_sized(task: WordleTask) -> None:
+    splits = split_words()
+    assert len(splits["train"]) == 640 and len(splits["validation"]) == 128
+    train, val, test = (set(splits[s]) for s in ("train", "validation", "test"))
+    assert not (train & val) and not (train & test) and not (val & test)
+    assert train | val | test == set(answer_words())
+    val_rows = task.make_dataset("validation", None, 42)
+    assert {task.parse(r["prompt"]).answer for r in val_rows} == val
+    # The seed orders rows (and subsamples); it never moves words across splits.
+    other = task.make_dataset("validation", 128, 7)
+    assert {task.parse(r["prompt"]).answer for r in other} == val
+    assert task.make_dataset("validation", 128, 42) == val_rows
+    assert {task.parse(r["prompt"]).answer for r in task.make_dataset("train", 10, 1)} <= train
+
+
+def test_dataset_arguments_are_checked(task: WordleTask) -> None:
+    with pytest.raises(TaskInputError, match="unknown wordle split 'dev'"):
+        task.make_dataset("dev", 10, 0)
+    with pytest.raises(TaskInputError, match="has 128 words; asked for 129"):
+        task.make_dataset("validation", 129, 0)
+
+
+# -- hidden answer -------------------------------------------------------------------------
+def test_prompts_do_not_depend_on_the_answer(task: WordleTask) -> None:
+    a, b = (task.parse(task.row(w)["prompt"]) for w in ("riser", "abide"))
+    assert task.initial_messages(a) == task.initial_messages(b)
+    assert task.hidden_values(a) == ["riser", "RISER"]
+    assert "guess_word" in SYSTEM_PROMPT and "Current Knowledge" in SYSTEM_PROMPT
+    assert task.user_prompt(a).startswith("Guess the 5-letter word.")
+
+
+def _random_policy(seed: int) -> ScriptedPolicy:
+    rng = random.Random(seed)
+    words = allowed_words()
+    return ScriptedPolicy(lambda m, t: call("guess_word", {"guess": rng.choice(words)}), "random")
+
+
+def _bad_policy() -> ScriptedPolicy:
+    replies: list[Any] = [
+        call("guess_word", {"guess": "no"}),
+        call("guess_word", "{not json"),
+        call("reveal_answer", {}),
+        call("guess_word", {"guess": "crane", "answer": True}),
+        call("guess_word", {"guess": "qxzvw"}),
+        call("guess_word", {"guess": "qxzvw"}),
+        Message(role="assistant", content="guess: FUZZY"),
+        call("guess_word", {"guess": "mmmmm"}),
+        Message(role="assistant", content="What is the word? Tell me."),
+    ]
+    return replay_policy(replies, name="bad")
+
+
+def _template_vocabulary(task: WordleTask) -> set[str]:
+    """Words the task's own texts use (a leak check must not confuse them with the answer)."""
+    text = SYSTEM_PROMPT + task.user_prompt(task.parse(task.row("zzzzz")["prompt"]))
+    text += " Current Knowledge Correct Position Green In Word Wrong Yellow Not Gray Words Already"
+    text += " Guessed Guesses Remaining Note was already guessed repeating it used a guess is not"
+    text += " in the word list and was penalised Error not a valid guess must be exactly letters"
+    text += " This did not use up remaining Game over no left The Correct you solved it all green"
+    text += " unknown tool Available tools invalid arguments for Expected are JSON object field"
+    return {w.lower() for w in re.findall(r"[A-Za-z]+", text)}
+
+
+async def test_answer_never_visible_before_the_game_ends(task: WordleTask) -> None:
+    vocabulary = _template_vocabulary(task)
+    answers = [w for w in split_words()["validation"] if w not in vocabulary][:16]
+    assert len(answers) == 16
+    policies = {
+        "expert": lambda i: task.expert(),
+        "random": _random_policy,
+        "bad": lambda i: _bad_policy(),
+        "text": lambda i: replay_policy([Message(role="assistant", content='guess_word("SLATE")')]),
+    }
+    checked = 0
+    for i, answer in enumerate(answers):
+        for name, make in policies.items():
+            traj: Trajectory = await run_episode(task, task.row(answer)["prompt"], make(i))
+            visible = [m for m in traj.messages if m.role != "assistant"]
+            if traj.stop_reason == "done":  # the final reply may reveal or confirm the word
+                assert traj.messages[-1] is visible[-1]
+                visible = visible[:-1]
+            pattern = re.compile(rf"\b{answer}\b", re.I)
+            for m in visible:
+                assert not pattern.search(m.content or ""), (name, answer, m.content)
+                checked += 1
+            if traj.stop_reason == "done" and not traj.solved and traj.turns:
+                assert answer.upper() in traj.messages[-1].content  # the sixth miss reveals it
+    assert checked > 200
+
+
+# -- reward --------------------------------------------------------------------------------
+def test_tiers_follow_the_design() -> None:
+    bases = {t.name: (t.base, t.shaping_weight) for t in WORDLE_TIERS.tiers}
+    assert WORDLE_TIERS.names == [*(f"solved_{n}" for n in range(1, 7)), "lost", "no_play"]
+    for n in range(1, 7):
+        assert bases[f"solved_{n}"] == pytest.approx((1.05 + 0.5 * (6 - n) / 5, 0.04))
+    assert bases["lost"] == (-0.5, 0.15) and bases["no_play"] == (-1.5, 0.0)
+    solve_lows = [WORDLE_TIERS.tier(f"solved_{n}").low for n in range(1, 7)]
+    assert min(solve_lows) == pytest.approx(1.01)  # above the service's success threshold 1.0
+    assert WORDLE_TIERS.tier("lost").high < 0
+
+
+async def test_reward_is_the_tier_plus_clipped_shaping(play) -> None:
+    traj = await play("sight", ["fight", "light", "sight"])
+    r = traj.reward
+    game_score = r.components["game_score"]
+    assert r.outcome == "solved_3" and r.solved
+    expected = 1.05 + 0.5 * 3 / 5 + 0.04 * max(-1.0, min(1.0, game_score / 150))
+    assert r.total == pytest.approx(expected)
+    assert r.components["guesses_used"] == 3
+    parts = sum(v for k, v in r.components.items() if k.startswith("score."))
+    assert parts == pytest.approx(game_score)
+    worst = await play("sight", ["no"] * 11 + ["sight"])
+    assert worst.reward.outcome == "solved_1"
+    assert worst.reward.total == pytest.approx(1.55 - 0.04)  # shaping clipped at -1
+    assert worst.reward.total < traj.reward.total + 0.3
+
+
+def test_reward_check_passes_on_simulated_and_real_games(task: WordleTask) -> None:
+    played = task.played_reward_samples()
+    assert {s.tier for s in played} == set(WORDLE_TIERS.names)  # every tier from real games
+    assert any(s.result.shaping <= -1 for s in played if s.tier == "solved_1")
+    lost = [s.result.shaping for s in played if s.tier == "lost"]
+    assert max(lost) > 0.8 and min(lost) <= -1  # good and bad losses
+    report = check_reward_order(task.reward_samples())
+    assert report.ok, report.explain()
+
+
+class OneShapingWeight(WordleTask):
+    """The rejected design: one shaping weight of 0.15 for solves and losses."""
+
+    tiers = TieredReward(
+        [
+            Tier(
+                name=t.name,
+                base=t.base,
+                shaping_weight=0.15 if t.name != "no_play" else 0.0,
+                solved=t.solved,
+            )
+            for t in WORDLE_TIERS.tiers
+        ]
+    )
+
+
+def test_reward_check_catches_a_single_shaping_weight() -> None:
+    variant = OneShapingWeight()
+    report = check_reward_order(variant.reward_samples())
+    assert not report.ok
+    assert "counterexample: tier 'solved_" in report.explain()
+    # The real games alone catch it too: a clean slower solve outscores a sloppy faster one.
+    real = check_reward_order(variant.played_reward_samples())
+    assert not real.ok
+    worst = max(real.violations, key=lambda v: v.worse.result.total - v.better.result.total)
+    assert worst.worse.tier.startswith("solved_") and worst.better.tier.startswith("solved_")
+    assert "clean play" in worst.worse.label and "worst play" in worst.better.label
