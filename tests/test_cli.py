@@ -311,6 +311,16 @@ def test_eval_policy_on_a_data_file(tiny_plugins, tmp_path: Path) -> None:
     assert json.loads(report.read_text())["reports"][0]["rows"] == 3
 
 
+def test_eval_warns_about_rows_that_do_not_parse(tiny_plugins, tmp_path: Path) -> None:
+    data = tmp_path / "rows.jsonl"
+    good = FindNumberTask().make_dataset("validation", 1, 0)[0]["prompt"]
+    data.write_text(json.dumps({"prompt": good}) + "\n" + json.dumps({"prompt": "junk"}) + "\n")
+    result = run("eval", "--task", "find_number", "--policy", "expert", "--data", str(data))
+    assert result.exit_code == 0, result.output
+    assert "1 row(s) did not parse" in result.output and "(rows 2)" in result.output
+    assert "bad_input: 1" in result.output
+
+
 def test_eval_against_an_openai_compatible_url(tiny_plugins, tmp_path: Path) -> None:
     """The served model name comes from /v1/models; episodes go over loopback HTTP."""
     report = tmp_path / "r.json"

@@ -408,6 +408,7 @@ def _eval_policy(
         reports, trajs = run_async(go)
 
     _show_reports(reports)
+    _warn_bad_rows(trajs)
     if report is not None:
         source = {"data": str(data)} if data else {"split": ev.split, "n": ev.n, "seed": cfg.seed}
         # The policy spec, never the key or headers (they may hold secrets).
@@ -416,6 +417,21 @@ def _eval_policy(
     if trajectories is not None:
         count = write_trajectories(trajs, trajectories)
         console().print(f"trajectories: {trajectories} ({count})")
+
+
+def _warn_bad_rows(trajectories: list[Any]) -> None:
+    """Rows the task could not parse still count (lowest reward); say so, once."""
+    bad = [t for t in trajectories if "bad_input" in t.failure_kinds]
+    if not bad:
+        return
+    rows = sorted({t.metadata.get("row", 0) + 1 for t in bad})
+    detail = next(f.detail for f in bad[0].failures if f.kind == "bad_input")
+    Console(stderr=True, highlight=False).print(
+        f"warning: {len(rows)} row(s) did not parse as task instances and scored the lowest "
+        f"reward (rows {', '.join(map(str, rows[:10]))}{' …' if len(rows) > 10 else ''}); "
+        f"first error: {detail}",
+        markup=False,
+    )
 
 
 def parse_runs(items: list[str] | None) -> list[tuple[str, float]]:
