@@ -1,11 +1,14 @@
 """`agentrft new-task` end to end, as a user runs it: scaffold, install, test, discover.
 
-Runs the real console script in subprocesses and installs the generated plugin into the
-test environment for the duration of the test (uninstalled afterwards).
+Runs the real console script in subprocesses. The generated plugin is pip-installed (built
+as a wheel through its own pyproject) into a private `--target` directory that the
+subprocesses put first on PYTHONPATH: the shared virtual environment is never changed, so
+concurrent test runs and a user's own `my_flow` are unaffected, and nothing needs undoing.
 """
 
 from __future__ import annotations
 
+import importlib.metadata as md
 import os
 import subprocess
 import sys
@@ -15,72 +18,68 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-DIST = "agentrft-my-flow"
+
+def free_name() -> str:
+    """`my_flow`, unless this environment already has a plugin by that name (a developer's
+    own scaffold); then a name nobody uses."""
+    taken = {ep.name for ep in md.entry_points(group="agentrft")}
+    return "my_flow" if "my_flow" not in taken else "my_flow_ci"
 
 
 def agentrft_cmd() -> list[str]:
-    script = Path(sys.executable).parent / "agentrft"
-    if script.exists():
-        return [str(script)]
     return [sys.executable, "-c", "from agentrft.cli import main; main()"]
 
 
-def run(cmd: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run(
+    cmd: list[str], cwd: Path, site: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    if site is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def pip(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return run([sys.executable, "-m", "pip", "--disable-pip-version-check", *args], cwd)
-
-
-@pytest.fixture
-def scaffolded(tmp_path: Path):
-    pip("uninstall", "-y", DIST, cwd=tmp_path)  # left over by an interrupted run
-    made = run([*agentrft_cmd(), "new-task", "my_flow", "--dir", str(tmp_path)], tmp_path)
+def test_new_task_installs_passes_its_tests_and_is_discovered(tmp_path: Path):
+    name = free_name()
+    made = run([*agentrft_cmd(), "new-task", name, "--dir", str(tmp_path)], tmp_path)
     assert made.returncode == 0, made.stderr
-    target = tmp_path / "my_flow"
-    try:
-        yield target, made.stdout
-    finally:
-        pip("uninstall", "-y", DIST, cwd=tmp_path)
-
-
-def test_new_task_installs_passes_its_tests_and_is_discovered(scaffolded):
-    target, stdout = scaffolded
-    assert "created" in stdout and "pip install -e" in stdout
+    target = tmp_path / name
+    assert "created" in made.stdout and "pip install -e" in made.stdout
     for rel in (
         "pyproject.toml",
         "README.md",
         ".gitignore",
-        "src/agentrft_my_flow/__init__.py",
-        "src/agentrft_my_flow/plugin.py",
-        "src/agentrft_my_flow/task.py",
-        "tests/test_my_flow.py",
+        f"src/agentrft_{name}/__init__.py",
+        f"src/agentrft_{name}/plugin.py",
+        f"src/agentrft_{name}/task.py",
+        f"tests/test_{name}.py",
     ):
         assert (target / rel).is_file(), rel
-    assert 'my_flow = "agentrft_my_flow.plugin"' in (target / "pyproject.toml").read_text()
+    assert f'{name} = "agentrft_{name}.plugin"' in (target / "pyproject.toml").read_text()
 
-    installed = pip(
-        "install", "--no-deps", "--no-build-isolation", "-e", str(target), cwd=target.parent
+    site = tmp_path / "site"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "install", "-q"]
+    installed = run(
+        [*pip, "--no-deps", "--no-build-isolation", "--target", str(site), str(target)], tmp_path
     )
     assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert list(site.glob(f"agentrft_{name}-0.1.0.dist-info/entry_points.txt"))
 
-    tests = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], target)
+    tests = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], target, site)
     assert tests.returncode == 0, tests.stdout + tests.stderr
     assert "6 passed" in tests.stdout
 
-    listed = run([*agentrft_cmd(), "tasks"], target)
+    listed = run([*agentrft_cmd(), "tasks"], target, site)
     assert listed.returncode == 0, listed.stderr
-    assert "my_flow" in listed.stdout
+    assert name in listed.stdout
 
-    check = run([*agentrft_cmd(), "reward", "check", "--task", "my_flow"], target)
+    check = run([*agentrft_cmd(), "reward", "check", "--task", name], target, site)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "ok: reward order holds" in check.stdout
 
     # Now installed, the name is taken: a second scaffold is refused and writes nothing.
     other = target.parent / "elsewhere"
-    again = run([*agentrft_cmd(), "new-task", "my_flow", "--dir", str(other)], target.parent)
+    again = run([*agentrft_cmd(), "new-task", name, "--dir", str(other)], tmp_path, site)
     assert again.returncode == 1
     assert "already installed" in again.stderr
     assert not other.exists()
