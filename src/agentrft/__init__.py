@@ -18,6 +18,7 @@ from agentrft.reward import (
     check_reward_order,
     clip,
 )
+from agentrft.reward_check import assert_reward_order
 from agentrft.rollout import run_episode, run_episodes
 from agentrft.task import EpisodeLimits, Task, TaskInputError, seeded_sample
 from agentrft.tools import Tool, ToolError, ToolResult, tool
@@ -52,6 +53,7 @@ __all__ = [
     "Trajectory",
     "Turn",
     "__version__",
+    "assert_reward_order",
     "call",
     "check_reward_order",
     "clip",
