@@ -4,8 +4,8 @@ import re
 from typing import Any
 
 import pytest
-from agentrft_wordle import WORDLE_TIERS, WordleTask, allowed_words, answer_words
-from agentrft_wordle.task import SYSTEM_PROMPT, split_words
+from agentrft_wordle import WORDLE_TIERS, WordleGame, WordleTask, allowed_words, answer_words
+from agentrft_wordle.task import EXAMPLE_REPLY, SYSTEM_PROMPT, split_words
 
 from agentrft import (
     Message,
@@ -109,6 +109,16 @@ def test_prompts_do_not_depend_on_the_answer(task: WordleTask) -> None:
     assert task.hidden_values(a) == ["riser", "RISER"]
     assert "guess_word" in SYSTEM_PROMPT and "Current Knowledge" in SYSTEM_PROMPT
     assert task.user_prompt(a).startswith("Guess the 5-letter word.")
+
+
+def test_system_prompt_example_is_a_real_reply_and_names_no_answer(task: WordleTask) -> None:
+    assert WordleGame("medal").guess("tears") == EXAMPLE_REPLY
+    text = "\n".join(
+        m.content or "" for m in task.initial_messages(task.parse(task.row("medal")["prompt"]))
+    )
+    # Tool replies write words in capitals: no answer appears that way in the prompts. (Plain
+    # English words such as "guess" or "green" do occur; they are the same for every answer.)
+    assert not [w for w in answer_words() if re.search(rf"\b{w.upper()}\b", text)]
 
 
 def _random_policy(seed: int) -> ScriptedPolicy:

@@ -63,24 +63,31 @@ WORDLE_TIERS = TieredReward(
     ]
 )
 
-SYSTEM_PROMPT = """\
+# The example is a real reply (TEARS against MEDAL); a plural, so never itself an answer.
+EXAMPLE_REPLY = """\
+Guess 1/6: TEARS -> T=gray, E=green, A=yellow, R=gray, S=gray
+Current Knowledge:
+- Correct Position (Green): _ E _ _ _
+- In Word, Wrong Position (Yellow): 'A' (at least 1)
+- Not in Word (Gray): R, S, T
+- Words Already Guessed: TEARS
+- Guesses Remaining: 5"""
+
+SYSTEM_PROMPT = (
+    """\
 You are playing Wordle. Find the hidden 5-letter English word in at most 6 guesses.
 
 How to play:
-- Call the guess_word tool with one 5-letter word per call, for example {"guess": "crane"}. \
+- Call the guess_word tool with one 5-letter word per call, for example {"guess": "tears"}. \
 Make one guess per call and read its feedback before the next guess.
 - The feedback marks every letter: green = right letter in the right place; yellow = the \
 letter is in the word but in another place; gray = the letter is not in the word (or not \
 as many times as you used it).
 - Each reply also sums up what you know so far ("Current Knowledge") and how many guesses \
 remain. A reply looks like this:
-  Guess 1/6: CRANE -> C=gray, R=gray, A=yellow, N=gray, E=green
-  Current Knowledge:
-  - Correct Position (Green): _ _ _ _ E
-  - In Word, Wrong Position (Yellow): 'A' (at least 1)
-  - Not in Word (Gray): C, N, R
-  - Words Already Guessed: CRANE
-  - Guesses Remaining: 5
+"""
+    + "\n".join("  " + line for line in EXAMPLE_REPLY.splitlines())
+    + """
 
 Scoring:
 - Solving scores well, and solving in fewer guesses scores better.
@@ -90,6 +97,7 @@ letters, and do not repeat a word.
 penalised. A repeated word, or a word that is not in the word list, uses up a guess and is \
 penalised.
 - You have at most 12 tool calls in all."""
+)
 
 
 @dataclass(frozen=True)
