@@ -42,6 +42,15 @@ def test_rows_round_trip(task: WordleTask) -> None:
         assert task.row(instance.answer, instance.id) == row
 
 
+def test_every_answer_makes_a_valid_row(task: WordleTask) -> None:
+    for word in answer_words():  # "guess" included: the default prompt's own word
+        assert task.parse(task.row(word)["prompt"]).answer == word
+
+
+async def test_reward_samples_work_inside_an_event_loop(task: WordleTask) -> None:
+    assert check_reward_order(task.reward_samples()).ok
+
+
 def test_sample_row_from_the_design_note_parses(task: WordleTask) -> None:
     row = {
         "prompt": '{"prompt": "Guess the 5-letter word", "answer": "riser", "id": "wordle_train_0000"}'

@@ -143,7 +143,9 @@ class WordleTask(Task[WordleInstance]):
         text = data.get("prompt", DEFAULT_PROMPT)
         if not isinstance(text, str) or not text.strip():
             raise TaskInputError(f'wordle row "prompt" must be a non-empty string, got {text!r}')
-        if re.search(rf"\b{answer}\b", text, re.I):
+        # A custom prompt must not name its answer; the default text is the same for every
+        # row (its word "guess" is no clue even when the answer is GUESS).
+        if text.strip() != DEFAULT_PROMPT and re.search(rf"\b{answer}\b", text, re.I):
             raise TaskInputError(
                 "wordle row prompt text contains its own answer; the policy would see it. "
                 'Remove the answer from the "prompt" field.'
