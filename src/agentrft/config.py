@@ -184,6 +184,11 @@ class SageMakerConfig(_Section):
         "pass@k is reported for the pass_k_values <= this.",
     )
     poll_s: float = Field(30.0, gt=0, description="Seconds between DescribeJob polls (--wait).")
+    preflight: bool = Field(
+        True,
+        description="Check the account (`agentrft doctor`'s checks) before train and eval "
+        "submit; false skips it.",
+    )
     price_file: str | None = Field(
         None,
         description="YAML/JSON price table (USD per million prefill/sampling/training "

@@ -293,3 +293,15 @@ def test_deploy_purpose_requires_the_runtime_role_only() -> None:
     assert report.ok and {c.name for c in report.checks if c.status == "ok"} >= {
         f"runtime role has {facts.RUNTIME_ROLE_MANAGED_POLICY}"
     }
+
+
+def test_config_can_turn_the_preflight_off() -> None:
+    s = stubbed_aws(REGION)
+    # No STS/IAM/S3 reads expected: the first call is the base model lookup.
+    s["sagemaker"].add_client_error("describe_hub_content", "ResourceNotFound", "no such model")
+    cfg = config(task="find_number", **{"sagemaker.preflight": False})
+    with pytest.raises(SageMakerError, match="list-hub-contents"):
+        SageMakerBackend().train(
+            FindNumberTask(), cfg, console=Console(file=io.StringIO()), aws=s.aws
+        )
+    s.assert_done()

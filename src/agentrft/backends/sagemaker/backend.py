@@ -182,7 +182,7 @@ class SageMakerBackend(Backend):
 
         aws = self._aws(config, aws)
         offline = dry_run and self._offline(aws)
-        if not dry_run and not skip_preflight:
+        if not dry_run and not skip_preflight and sm.preflight:
             self._preflight(config, task, aws, "train", out)
         notes: list[str] = []
         base_arn, specs = self._base_model(aws, config, offline, notes)
@@ -329,7 +329,7 @@ class SageMakerBackend(Backend):
             )
         aws = self._aws(config, aws)
         offline = dry_run and self._offline(aws)
-        if not dry_run and not skip_preflight:
+        if not dry_run and not skip_preflight and sm.preflight:
             self._preflight(config, task, aws, "eval", out)
         notes: list[str] = []
         base_arn, _ = self._base_model(aws, config, offline, notes)

@@ -92,7 +92,7 @@ class PreflightReport:
                 "preflight failed (nothing was submitted):\n"
                 + "\n".join(lines)
                 + "\nRerun `agentrft doctor --backend sagemaker` after fixing, or pass "
-                "--skip-preflight to submit anyway."
+                "--set sagemaker.preflight=false to submit anyway."
             )
 
 
