@@ -28,6 +28,7 @@ from agentrft import (
     seeded_sample,
 )
 from agentrft_wordle.environment import WordleEnvironment
+from agentrft_wordle.expert import expert_policy
 from agentrft_wordle.game import MALFORMED, MAX_GUESSES, SCORE_SCALE, VALID_GUESS, WordleGame
 from agentrft_wordle.words import answer_words
 
@@ -221,14 +222,13 @@ class WordleTask(Task[WordleInstance]):
             tier = "no_play"
         else:
             tier = "lost"
-        components = {"game_score": game_score, "guesses_used": float(game.guesses_used)}
+        components = {"game_score": round(game_score, 4), "guesses_used": float(game.guesses_used)}
         components.update({f"score.{k}": round(v, 4) for k, v in breakdown.items()})
         assert self.tiers is not None
         return self.tiers.score(tier, game_score / SCORE_SCALE, components=components)
 
     def expert(self) -> Policy:
-        from agentrft_wordle.expert import expert_policy
-
+        """The scripted expert (candidate filtering + entropy); see `expert.py`."""
         return expert_policy()
 
     # -- reward check ----------------------------------------------------------------------
