@@ -79,6 +79,8 @@ class BundlePlan:
     no_deps: bool = False
     reward: str | None = None
     pip: list[str] = field(default_factory=lambda: [sys.executable, "-m", "pip"])
+    #: Wheel platform for dependencies (another one only to test a bundle on this machine).
+    platform: str = TARGET_PLATFORM
 
     @property
     def stage(self) -> Path:
@@ -95,7 +97,7 @@ class BundlePlan:
             "--target",
             str(self.stage),
             "--platform",
-            TARGET_PLATFORM,
+            self.platform,
             "--python-version",
             TARGET_PYTHON_VERSION,
             "--implementation",
