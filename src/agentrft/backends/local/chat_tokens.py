@@ -127,17 +127,27 @@ class ChatTokenizer:
         cut = _last_index(before, self.end_of_turn_ids)
         if cut is not None and after[: cut + 1] == before[: cut + 1]:
             return after[cut + 1 :], True
-        stand_in = [Message(role="user", content="."), Message(role="assistant", content=".")]
-        before = self.render(stand_in, tools, add_generation_prompt=False)
-        after = self.render([*stand_in, *new_messages], tools, add_generation_prompt=True)
-        cut = _last_index(before, self.end_of_turn_ids)
-        if cut is None or after[: cut + 1] != before[: cut + 1]:
-            raise PolicyError(
-                "the chat template does not render a conversation as a prefix of its "
-                "continuation; token-exact multi-turn is impossible with it",
-                kind="policy_error",
-            )
-        return after[cut + 1 :], False
+        # Stand-in conversations: the first whose rendering the template extends as a prefix.
+        # (A template that rewrites earlier assistant turns may still handle a bare user turn.)
+        stand_ins = [
+            [Message(role="user", content="."), Message(role="assistant", content=".")],
+            [Message(role="user", content=".")],
+        ]
+        for stand_in in stand_ins:
+            try:
+                before = self.render(stand_in, tools, add_generation_prompt=False)
+                after = self.render([*stand_in, *new_messages], tools, add_generation_prompt=True)
+            except Exception:  # e.g. a template that insists on alternating roles
+                continue
+            cut = _last_index(before, self.end_of_turn_ids)
+            if cut is not None and after[: cut + 1] == before[: cut + 1]:
+                return after[cut + 1 :], False
+        raise PolicyError(
+            "the chat template does not render a conversation as a prefix of its "
+            "continuation, even for a stand-in conversation; token-exact multi-turn is "
+            "impossible with it",
+            kind="policy_error",
+        )
 
 
 def _last_index(ids: list[int], targets: frozenset[int]) -> int | None:

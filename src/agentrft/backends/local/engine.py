@@ -95,6 +95,17 @@ def resolve_device(config: Config) -> str:
     return _resolve(config.local.device)
 
 
+def set_cpu_threads(config: Config, device: str) -> None:
+    """Apply `local.cpu_threads` (process-wide) when running on CPU."""
+    if device != "cpu":
+        return
+    import torch
+
+    threads = config.local.cpu_threads or (1 if config.local.model is None else None)
+    if threads:
+        torch.set_num_threads(threads)
+
+
 def resolve_inference(config: Config, device: str) -> str:
     choice = config.local.inference
     if choice != "auto":
@@ -149,6 +160,7 @@ def make_engine(config: Config, model_path: str | None = None) -> Engine:
 
     path = model_path or resolve_model_path(config)
     device = resolve_device(config)
+    set_cpu_threads(config, device)
     inference = resolve_inference(config, device)
     if inference == "transformers":
         from agentrft.backends.local.hf_sampler import HFSampler

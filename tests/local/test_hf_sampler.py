@@ -1,0 +1,95 @@
+"""The transformers sampler: batching, seeds, stop ids, adapters swapped by name."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agentrft import Sampling
+from agentrft.backends.local.sampler import SamplerError, TokenSampler
+
+
+@pytest.fixture(scope="module")
+def sampler(tiny_156k: str):
+    import torch
+
+    from agentrft.backends.local.hf_sampler import HFSampler
+
+    torch.set_num_threads(1)
+    return HFSampler.from_pretrained(tiny_156k)
+
+
+def _prompt(sampler, text: str) -> list[int]:
+    return sampler.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+async def test_batched_equals_alone_with_seeds(sampler):
+    assert isinstance(sampler, TokenSampler)
+    prompts = [
+        _prompt(sampler, t) for t in ("hello there", "a much longer prompt than the first", "x")
+    ]
+    sampling = [Sampling(max_tokens=12, seed=s) for s in (1, 2, 3)]
+    before = sampler.batches
+    together = await asyncio.gather(
+        *(sampler.generate(p, s) for p, s in zip(prompts, sampling, strict=True))
+    )
+    assert sampler.batches == before + 1  # one left-padded batch served all three
+    for p, s, g in zip(prompts, sampling, together, strict=True):
+        alone = await sampler.generate(p, s)
+        assert alone.token_ids == g.token_ids
+        assert alone.logprobs == pytest.approx(g.logprobs, abs=1e-5)
+        assert len(g.logprobs) == len(g.token_ids) <= 12
+        assert all(lp <= 0 for lp in g.logprobs)
+
+
+async def test_logprobs_match_a_plain_forward(sampler):
+    import torch
+
+    prompt = _prompt(sampler, "check the numbers")
+    gen = await sampler.generate(prompt, Sampling(max_tokens=6, seed=5, temperature=0.7))
+    ids = torch.tensor([prompt + gen.token_ids])
+    with torch.no_grad():
+        logits = sampler.model(input_ids=ids).logits[0, len(prompt) - 1 : -1] / 0.7
+    expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(gen.token_ids)[:, None])
+    assert gen.logprobs == pytest.approx(expected.squeeze(-1).tolist(), abs=1e-4)
+
+
+async def test_finish_reasons(sampler):
+    prompt = _prompt(sampler, "stop here")
+    gen = await sampler.generate(prompt, Sampling(max_tokens=3, seed=0))
+    assert gen.finish_reason == "length" and len(gen.token_ids) == 3
+    # Make every id a stop id: the first sampled token ends the turn.
+    saved = sampler.stop_ids
+    sampler.stop_ids = frozenset(range(len(sampler.tokenizer)))
+    try:
+        gen = await sampler.generate(prompt, Sampling(max_tokens=8, seed=0))
+    finally:
+        sampler.stop_ids = saved
+    assert gen.finish_reason == "stop" and len(gen.token_ids) == 1
+
+
+async def test_adapters_by_name_change_logprobs(sampler, tiny_156k, tmp_path):
+    from agentrft.backends.local.vllm_adapters import make_adapter
+
+    zero = make_adapter(tiny_156k, tmp_path / "zero", rank=4)
+    noisy = make_adapter(tiny_156k, tmp_path / "noisy", rank=4, random_b_std=0.2, seed=1)
+    prompt = _prompt(sampler, "adapters")
+    s = Sampling(max_tokens=5, seed=3)
+    base = await sampler.generate(prompt, s)
+    await sampler.load_adapter("zero", str(zero))
+    await sampler.load_adapter("noisy", str(noisy))
+    via_zero = await sampler.generate(prompt, s, adapter="zero")
+    via_noisy = await sampler.generate(prompt, s, adapter="noisy")
+    assert via_zero.token_ids == base.token_ids
+    assert via_zero.logprobs == pytest.approx(base.logprobs, abs=1e-5)
+    assert via_noisy.logprobs[0] != pytest.approx(base.logprobs[0], abs=1e-3)
+    # Base requests still see the base model with adapters loaded.
+    again = await sampler.generate(prompt, s)
+    assert again.logprobs == pytest.approx(base.logprobs, abs=1e-6)
+    await sampler.unload_adapter("noisy")
+    with pytest.raises(SamplerError, match="adapter 'noisy' is not loaded; loaded: zero"):
+        await sampler.generate(prompt, s, adapter="noisy")
+    with pytest.raises(SamplerError, match="not a PEFT adapter directory"):
+        await sampler.load_adapter("bad", str(tmp_path))
+    await sampler.unload_adapter("zero")

@@ -1,0 +1,202 @@
+"""The GRPO loss and advantages on hand-built tensors (unequal lengths, padding)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from agentrft.backends.local.advantages import STD_EPS, compute_advantages  # noqa: E402
+from agentrft.backends.local.loss import (  # noqa: E402
+    LossInputs,
+    LossSettings,
+    StepScale,
+    k3_kl,
+    policy_loss,
+)
+
+# Three sequences of 5, 2 and 4 trained tokens in a (3, 6) batch; the rest is padding.
+LENGTHS = [5, 2, 4]
+MASK = torch.tensor(
+    [[1, 1, 1, 1, 1, 0], [0, 0, 1, 1, 0, 0], [1, 1, 1, 1, 0, 0]], dtype=torch.float32
+)
+ADV = torch.tensor([1.5, -0.5, 2.0])
+MAX_LEN = 8
+
+
+def _logprobs(seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return (-torch.rand(3, 6, generator=g) * 3).requires_grad_(True)
+
+
+def _grad(settings: LossSettings, logp: torch.Tensor, old: torch.Tensor, mask=MASK, adv=ADV):
+    scale = StepScale(tokens=int(mask.sum()), sequences=3, max_completion_length=MAX_LEN)
+    out = policy_loss(LossInputs(logp, old, adv, mask), settings, scale)
+    out.loss.backward()
+    return out, logp.grad.clone()
+
+
+def _expected_weights(normalization: str) -> torch.Tensor:
+    if normalization == "dapo":
+        return MASK / MASK.sum()
+    if normalization == "grpo":
+        return MASK / torch.tensor(LENGTHS, dtype=torch.float32).unsqueeze(-1) / 3
+    return MASK / (3 * MAX_LEN)
+
+
+@pytest.mark.parametrize("loss_fn", ["ppo", "importance_sampling", "cispo"])
+@pytest.mark.parametrize("normalization", ["dapo", "grpo", "dr_grpo"])
+def test_on_policy_gradient_is_minus_advantage_times_weight(loss_fn, normalization):
+    logp = _logprobs()
+    out, grad = _grad(LossSettings(loss_fn, normalization), logp, logp.detach())
+    expected = -ADV.unsqueeze(-1) * _expected_weights(normalization)
+    torch.testing.assert_close(grad, expected, rtol=1e-6, atol=1e-7)
+    # On-policy, the ratio is 1 everywhere: nothing is clipped.
+    assert out.metrics["clip_low_frac"] == 0 and out.metrics["clip_high_frac"] == 0
+    assert out.metrics["ratio_mean"] == pytest.approx(1.0)
+
+
+def test_dapo_weights_are_minus_a_m_over_n_with_explicit_numbers():
+    logp = _logprobs()
+    _, grad = _grad(LossSettings("ppo", "dapo"), logp, logp.detach())
+    n = 11  # 5 + 2 + 4 trained tokens
+    assert grad[0, 0].item() == pytest.approx(-1.5 / n)
+    assert grad[1, 2].item() == pytest.approx(0.5 / n)
+    assert grad[2, 3].item() == pytest.approx(-2.0 / n)
+    assert grad[0, 5].item() == 0 and grad[1, 0].item() == 0
+
+
+def test_ppo_clips_on_both_sides():
+    logp = torch.zeros(2, 2, requires_grad=True)
+    # Ratios 2.0 (above 1.2) and 0.5 (below 0.8) per row; A>0 on row 0, A<0 on row 1.
+    old = torch.log(torch.tensor([[0.5, 2.0], [0.5, 2.0]]))
+    adv = torch.tensor([1.0, -1.0])
+    mask = torch.ones(2, 2)
+    settings = LossSettings("ppo", "dapo", clip_low_threshold=0.8, clip_high_threshold=1.2)
+    out, grad = _grad(settings, logp, old, mask=mask, adv=adv)
+    # Row 0 (A>0): ratio 2 is clipped (no gradient); ratio 0.5 is not (gradient -r*A/N).
+    assert grad[0, 0].item() == 0.0
+    assert grad[0, 1].item() == pytest.approx(-0.5 / 4)
+    # Row 1 (A<0): ratio 0.5 is clipped (no gradient); ratio 2 is not (gradient r*|A|/N).
+    assert grad[1, 1].item() == 0.0
+    assert grad[1, 0].item() == pytest.approx(2.0 / 4)
+    assert out.metrics["clip_high_frac"] == pytest.approx(1 / 4)
+    assert out.metrics["clip_low_frac"] == pytest.approx(1 / 4)
+    # Loss value: -min(r*A, clip(r)*A) summed / 4.
+    expected = -(1.2 * 1 + 0.5 * 1 + (-1) * 2.0 + (-1) * 0.8) / 4
+    assert out.loss.item() == pytest.approx(expected)
+
+
+def test_cispo_weight_is_clamped_ratio_detached():
+    logp = torch.zeros(1, 2, requires_grad=True)
+    old = torch.log(torch.tensor([[0.25, 1.0]]))  # ratios 4.0 and 1.0
+    settings = LossSettings("cispo", "dapo", clip_high_threshold=1.2)
+    _, grad = _grad(settings, logp, old, mask=torch.ones(1, 2), adv=torch.tensor([1.0]))
+    assert grad[0, 0].item() == pytest.approx(-1.2 / 2)  # clamped at 1.2, not 4
+    assert grad[0, 1].item() == pytest.approx(-1.0 / 2)
+
+
+@pytest.mark.parametrize("normalization", ["dapo", "grpo", "dr_grpo"])
+def test_micro_batch_split_gives_the_same_gradient(normalization):
+    logp = _logprobs(1)
+    old = logp.detach() + 0.1 * torch.randn(3, 6, generator=torch.Generator().manual_seed(2))
+    settings = LossSettings("ppo", normalization)
+    _, whole = _grad(settings, logp, old)
+
+    logp2 = logp.detach().clone().requires_grad_(True)
+    scale = StepScale(tokens=int(MASK.sum()), sequences=3, max_completion_length=MAX_LEN)
+    total = 0.0
+    for rows in ([0], [1, 2]):
+        idx = torch.tensor(rows)
+        out = policy_loss(LossInputs(logp2[idx], old[idx], ADV[idx], MASK[idx]), settings, scale)
+        out.loss.backward()
+        total += out.loss.item()
+    torch.testing.assert_close(logp2.grad, whole, rtol=1e-6, atol=1e-8)
+
+
+def test_masked_tokens_have_no_influence():
+    settings = LossSettings("ppo", "dapo")
+    logp = _logprobs(3)
+    old = logp.detach() - 0.05
+    a, grad_a = _grad(settings, logp, old)
+    # Change every masked position (current and old logprobs) wildly.
+    noise = torch.where(MASK.bool(), torch.zeros_like(MASK), torch.full_like(MASK, 7.0))
+    logp_b = (logp.detach() - noise).requires_grad_(True)
+    b, grad_b = _grad(settings, logp_b, old - 2 * noise)
+    assert a.loss.item() == pytest.approx(b.loss.item())
+    torch.testing.assert_close(grad_a * MASK, grad_b * MASK)
+    assert float((grad_b * (1 - MASK)).abs().sum()) == 0.0
+
+
+def test_k3_kl_is_zero_on_policy_and_positive_off_policy():
+    logp = torch.log(torch.tensor([[0.5, 0.2]]))
+    assert torch.allclose(k3_kl(logp, logp), torch.zeros(1, 2))
+    ref = torch.log(torch.tensor([[0.4, 0.3]]))
+    kl = k3_kl(logp, ref)
+    delta = ref - logp
+    torch.testing.assert_close(kl, torch.exp(delta) - delta - 1)
+    assert (kl > 0).all()
+
+
+def test_kl_term_adds_beta_times_k3():
+    logp = torch.zeros(1, 2, requires_grad=True)
+    ref = torch.log(torch.tensor([[0.5, 0.8]]))
+    scale = StepScale(tokens=2, sequences=1, max_completion_length=2)
+    base = policy_loss(
+        LossInputs(logp, logp.detach(), torch.tensor([0.0]), torch.ones(1, 2), ref),
+        LossSettings(kl_beta=0.0),
+        scale,
+    )
+    with_kl = policy_loss(
+        LossInputs(logp, logp.detach(), torch.tensor([0.0]), torch.ones(1, 2), ref),
+        LossSettings(kl_beta=0.1),
+        scale,
+    )
+    expected_kl = float(k3_kl(logp.detach(), ref).mean())
+    assert with_kl.loss.item() - base.loss.item() == pytest.approx(0.1 * expected_kl)
+    assert with_kl.metrics["kl"] == pytest.approx(expected_kl)
+
+
+def test_unknown_names_are_explained():
+    logp = torch.zeros(1, 1)
+    scale = StepScale(1, 1, 1)
+    with pytest.raises(ValueError, match="loss_fn 'nope' is unknown; available: ppo"):
+        policy_loss(
+            LossInputs(logp, logp, torch.zeros(1), torch.ones(1, 1)), LossSettings("nope"), scale
+        )
+    with pytest.raises(ValueError, match="advantage_method 'x' is unknown"):
+        compute_advantages([1.0, 2.0], 2, method="x")
+
+
+# -- advantages ----------------------------------------------------------------------------
+
+
+def test_group_advantages_bessel_std_and_eps():
+    rewards = [1.0, 2.0, 4.0, 7.0]
+    adv = compute_advantages(rewards, 4).values
+    mean = statistics.fmean(rewards)
+    std = statistics.stdev(rewards)  # Bessel-corrected
+    assert adv == pytest.approx([(r - mean) / (std + STD_EPS) for r in rewards])
+    assert STD_EPS == 1e-4
+    # By hand: mean 3.5, sample std sqrt(21/3) = 2.6458.
+    assert adv[0] == pytest.approx(-2.5 / (math.sqrt(7.0) + 1e-4))
+
+
+def test_zero_variance_group_gives_zero_and_is_counted():
+    adv = compute_advantages([0.3, 0.3, 0.3, 1.0, 0.0, 0.0], 3)
+    assert adv.values[:3] == [0.0, 0.0, 0.0]
+    assert adv.values[3] > 0 > adv.values[4]
+    assert adv.zero_variance_fraction == pytest.approx(0.5)
+
+
+def test_unscaled_advantages_are_centred_rewards():
+    adv = compute_advantages([1.0, 3.0, 10.0, 20.0], 2, scale=False).values
+    assert adv == pytest.approx([-1.0, 1.0, -5.0, 5.0])
+
+
+def test_group_size_must_divide_the_rewards():
+    with pytest.raises(ValueError, match="do not split into groups of 3"):
+        compute_advantages([1.0, 2.0, 3.0, 4.0], 3)
