@@ -209,3 +209,29 @@ def test_core_eval_dry_run_prints_one_request_per_run(cli: Any) -> None:
     assert result.exit_code == 0, result.output
     assert result.output.count('"JobCategory": "AgentRFTEvaluation"') == 2
     assert '\\"temperature\\":\\"0.7\\"' in result.output
+    assert "EvalOutcome(" not in result.output  # no repr dump after the requests
+
+
+def test_cost_job_prices_the_billed_tokens(
+    cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    s = use_stubs(monkeypatch, ["sagemaker"])
+    doc = {"ServiceOutput": {"BillableTokenUsage": {"PrefillTokenCount": 491_600_000,
+                                                    "SampleTokenCount": 159_700_000,
+                                                    "TrainTokenCount": 643_300_000}}}  # fmt: skip
+    s["sagemaker"].add_response(
+        "describe_job", describe_job_response("w", status="Completed", secondary="Completed",
+                                              document=doc),
+    )  # fmt: skip
+    result = run(cli, "cost", "job", "w")
+    assert result.exit_code == 0, result.output
+    assert "338.19 USD" in result.output
+    prices = tmp_path / "p.yaml"
+    prices.write_text("prefill: 0\nsampling: 0\ntraining: 1\n")
+    s["sagemaker"].add_response("describe_job", describe_job_response("w", document=doc))
+    result = run(cli, "cost", "job", "w", "--prices", str(prices))
+    assert "643.30 USD" in result.output
+    s["sagemaker"].add_response("describe_job", describe_job_response("w"))
+    result = run(cli, "cost", "job", "w")
+    assert result.exit_code == 1 and "no billed tokens yet" in result.output
+    s.assert_done()

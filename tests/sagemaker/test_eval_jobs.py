@@ -123,15 +123,19 @@ def test_runs_one_job_at_a_time_and_tabulates_pass_at_k() -> None:
         return real_create(**params)
 
     s.aws.sagemaker.create_job = spy  # type: ignore[method-assign]
-    outcomes = SageMakerBackend().evaluate(
-        FindNumberTask(),
-        config(),
-        runs=[("base", 1.0), ("trained", 0.7)],
-        model_package_arn=PACKAGE,
-        console=out,
-        aws=s.aws,
-        skip_preflight=True,
-        sleep=lambda _: None,
+    outcomes = (
+        SageMakerBackend()
+        .evaluate(
+            FindNumberTask(),
+            config(),
+            runs=[("base", 1.0), ("trained", 0.7)],
+            model_package_arn=PACKAGE,
+            console=out,
+            aws=s.aws,
+            skip_preflight=True,
+            sleep=lambda _: None,
+        )
+        .outcomes
     )
     s.assert_done()
     assert [o.status for o in outcomes] == ["Completed", "Completed"]
@@ -166,13 +170,17 @@ def _empty_specs() -> Any:
 
 def test_dry_run_prints_every_request_offline_and_they_validate() -> None:
     out, buf = console()
-    outcomes = SageMakerBackend().evaluate(
-        FindNumberTask(),
-        config(**{"sagemaker.base_model_version": "1.2.0"}),
-        runs=["base:1.0", "trained:1.0"],
-        model_package_arn=PACKAGE,
-        dry_run=True,
-        console=out,
+    outcomes = (
+        SageMakerBackend()
+        .evaluate(
+            FindNumberTask(),
+            config(**{"sagemaker.base_model_version": "1.2.0"}),
+            runs=["base:1.0", "trained:1.0"],
+            model_package_arn=PACKAGE,
+            dry_run=True,
+            console=out,
+        )
+        .outcomes
     )
     assert len(outcomes) == 2 and all(o.status == "dry run" for o in outcomes)
     for o in outcomes:

@@ -31,7 +31,7 @@ from agentrft.backends.sagemaker.job_document import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from agentrft.backends.sagemaker.evaluation_jobs import EvalOutcome
+    from agentrft.backends.sagemaker.evaluation_jobs import EvaluationResult
     from agentrft.config import Config
     from agentrft.task import Task
 
@@ -300,11 +300,12 @@ class SageMakerBackend(Backend):
         sleep: Callable[[float], None] | None = None,
         clock: Callable[[], float] | None = None,
         **options: Any,
-    ) -> list[EvalOutcome]:
+    ) -> EvaluationResult:
         """Run AgentRFTEvaluation jobs, one per run (`base:1.0`, `trained:0.7`), in sequence."""
         from agentrft.backends.sagemaker.cost import load_prices
         from agentrft.backends.sagemaker.evaluation_jobs import (
             EvaluationPlan,
+            EvaluationResult,
             parse_runs,
             render_table,
             run_evaluations,
@@ -356,4 +357,4 @@ class SageMakerBackend(Backend):
         )  # fmt: skip
         if not dry_run and wait:
             render_table(outcomes, out, load_prices(sm.price_file, sm.base_model))
-        return outcomes
+        return EvaluationResult(outcomes, dry_run=dry_run)

@@ -99,6 +99,18 @@ class EvalOutcome:
 
 
 @dataclass
+class EvaluationResult:
+    """What `SageMakerBackend.evaluate` returns: one outcome per run."""
+
+    outcomes: list[EvalOutcome]
+    dry_run: bool = False
+
+    @property
+    def jobs(self) -> str:
+        return ", ".join(o.job_name for o in self.outcomes)
+
+
+@dataclass
 class EvaluationPlan:
     """What every run shares, resolved by the backend."""
 
