@@ -2,18 +2,20 @@
 
 Plays `CounterTask` episodes (exactly `--turns` turns each, one tool call per turn) through
 `OpenAIPolicy` and `run_episodes`, with the fake server in a child process so that it does
-not share the client's core, and prints:
+not share the client's core, and prints, per transport:
 
   (a) turns per second with a zero-latency server (`--episodes` episodes, `--concurrency`
       in flight);
   (b) wall time against the ideal with `--latency-ms` of server latency and `--concurrency`
-      episodes all in flight at once: ideal = turns x latency.
+      episodes all in flight at once: ideal = turns per episode x latency.
 
-for each transport (`openai` = the openai SDK, `aiohttp` = the lean transport), plus the
-agent loop alone with a `ScriptedPolicy` (no HTTP) as the ceiling. Prints figures only.
+Transports: `openai` (the openai SDK on httpx), `openai-aiohttp` (the SDK on its aiohttp
+client) and `aiohttp` (OpenAIPolicy's lean transport). The agent loop alone, with a
+`ScriptedPolicy` and no HTTP, is the ceiling. Each figure is the best and the median of
+`--repeat` runs (the machine may be shared). Prints figures only; asserts nothing.
 
-    .venv/bin/python bench/rollouts.py                 # both transports
-    .venv/bin/python bench/rollouts.py --transport aiohttp --episodes 800
+    .venv/bin/python bench/rollouts.py
+    .venv/bin/python bench/rollouts.py --transport aiohttp --b-turns 10,40 --repeat 5
 """
 
 from __future__ import annotations
@@ -22,22 +24,24 @@ import argparse
 import asyncio
 import gc
 import json
+import os
+import statistics
 import time
+from typing import Any
 
 from agentrft import ScriptedPolicy, run_episodes
 from agentrft.policies.openai_client import OpenAIPolicy
 from agentrft.testing import CounterTask, FakeOpenAIServer, counter_script
 
-
-def _rows(n: int, turns: int) -> list[str]:
-    return [json.dumps({"target": turns})] * n
+TRANSPORTS = ["openai", "openai-aiohttp", "aiohttp"]
 
 
-async def _play(policy, n: int, turns: int, concurrency: int) -> tuple[float, int]:
-    task = CounterTask()
+async def _play(policy: Any, n: int, turns: int, concurrency: int) -> tuple[float, int]:
+    """Wall time and total turns of `n` episodes of `turns` turns each."""
+    rows = [json.dumps({"target": turns})] * n
     gc.collect()
     t0 = time.perf_counter()
-    trajs = await run_episodes(task, _rows(n, turns), policy, concurrency=concurrency)
+    trajs = await run_episodes(CounterTask(), rows, policy, concurrency=concurrency)
     wall = time.perf_counter() - t0
     bad = [t for t in trajs if t.stop_reason != "done" or len(t.turns) != turns]
     if bad:
@@ -45,61 +49,84 @@ async def _play(policy, n: int, turns: int, concurrency: int) -> tuple[float, in
     return wall, sum(len(t.turns) for t in trajs)
 
 
-async def _bench_transport(
-    url: str, slow_url: str, transport: str, args: argparse.Namespace
-) -> None:
-    async with OpenAIPolicy(
-        "counter", url, transport=transport, max_connections=args.concurrency * 2
-    ) as policy:
-        await _play(policy, args.concurrency, 2, args.concurrency)  # warm the pool
+def _summary(values: list[float], fmt: str, best: Any = max) -> str:
+    return f"best {fmt.format(best(values))}, median {fmt.format(statistics.median(values))}"
+
+
+async def _turns_per_s(policy: Any, args: argparse.Namespace) -> list[float]:
+    await _play(policy, args.concurrency, 2, args.concurrency)  # open the connections
+    rates = []
+    for _ in range(args.repeat):
         wall, turns = await _play(policy, args.episodes, args.turns, args.concurrency)
-    print(
-        f"  (a) zero latency:  {turns / wall:8.0f} turns/s   ({turns} turns, {args.episodes} "
-        f"episodes, {args.concurrency} in flight, {wall:.2f} s)"
+        rates.append(turns / wall)
+    return rates
+
+
+async def _vs_ideal(policy: Any, turns: int, args: argparse.Namespace) -> list[float]:
+    await _play(policy, args.concurrency, 1, args.concurrency)
+    ideal = turns * args.latency_ms / 1000.0
+    ratios = []
+    for _ in range(args.repeat):
+        wall, _ = await _play(policy, args.concurrency, turns, args.concurrency)
+        ratios.append(wall / ideal)
+    return ratios
+
+
+def _policy(url: str, transport: str, args: argparse.Namespace) -> OpenAIPolicy:
+    return OpenAIPolicy(
+        "counter",
+        url,
+        transport=transport,  # type: ignore[arg-type]
+        max_connections=args.concurrency * 2,
+        max_retries=0,  # a failed request should show, not hide in a retry
     )
-    async with OpenAIPolicy(
-        "counter", slow_url, transport=transport, max_connections=args.concurrency * 2
-    ) as policy:
-        await _play(policy, args.concurrency, 1, args.concurrency)  # open the connections
-        wall, turns = await _play(policy, args.concurrency, args.turns, args.concurrency)
-    ideal = args.turns * args.latency_ms / 1000.0
+
+
+async def _bench_transport(fast: str, slow: str, transport: str, args: argparse.Namespace) -> None:
+    async with _policy(fast, transport, args) as policy:
+        rates = await _turns_per_s(policy, args)
     print(
-        f"  (b) {args.latency_ms:g} ms x {args.concurrency}: {wall:.3f} s vs ideal {ideal:.3f} s "
-        f"= {wall / ideal:.3f}x ideal   ({args.turns} turns per episode)"
+        f"  (a) zero latency: {_summary(rates, '{:.0f}')} turns/s "
+        f"({args.episodes} episodes x {args.turns} turns, {args.concurrency} in flight)"
     )
+    for turns in args.b_turns:
+        async with _policy(slow, transport, args) as policy:
+            ratios = await _vs_ideal(policy, turns, args)
+        ideal = turns * args.latency_ms / 1000.0
+        print(
+            f"  (b) {args.latency_ms:g} ms x {args.concurrency} episodes x {turns} turns: "
+            f"{_summary(ratios, '{:.3f}x', best=min)} ideal ({ideal:.2f} s)"
+        )
 
 
 async def _bench_loop_only(args: argparse.Namespace) -> None:
-    policy = ScriptedPolicy(counter_script)
-    await _play(policy, 16, 2, args.concurrency)
-    wall, turns = await _play(policy, args.episodes, args.turns, args.concurrency)
-    print(f"  agent loop alone: {turns / wall:8.0f} turns/s   (ScriptedPolicy, no HTTP)")
+    rates = await _turns_per_s(ScriptedPolicy(counter_script), args)
+    print(f"agent loop alone (ScriptedPolicy, no HTTP): {_summary(rates, '{:.0f}')} turns/s")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--transport", choices=[*TRANSPORTS, "all"], default="all")
+    parser.add_argument("--episodes", type=int, default=400, help="episodes for (a)")
+    parser.add_argument("--turns", type=int, default=10, help="turns per episode for (a)")
     parser.add_argument(
-        "--transport", choices=["openai", "openai-aiohttp", "aiohttp", "all"], default="all"
+        "--b-turns",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[10],
+        help="turns per episode for (b), comma-separated (e.g. 10,40)",
     )
-    parser.add_argument("--episodes", type=int, default=400)
-    parser.add_argument("--turns", type=int, default=10, help="turns per episode")
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    transports = (
-        ["openai", "openai-aiohttp", "aiohttp"] if args.transport == "all" else [args.transport]
-    )
+    transports = TRANSPORTS if args.transport == "all" else [args.transport]
 
-    fast = FakeOpenAIServer(counter_script, process=True, record=False, parse_messages=False)
-    slow = FakeOpenAIServer(
-        counter_script,
-        process=True,
-        record=False,
-        parse_messages=False,
-        latency_s=args.latency_ms / 1000.0,
-    )
+    common: dict[str, Any] = {"process": True, "record": False, "parse_messages": False}
+    fast = FakeOpenAIServer(counter_script, **common)
+    slow = FakeOpenAIServer(counter_script, latency_s=args.latency_ms / 1000.0, **common)
     with fast, slow:
-        print(f"bench/rollouts.py: CounterTask, {args.turns} turns per episode")
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"bench/rollouts.py on {os.cpu_count()} CPUs (load average {load})")
         asyncio.run(_bench_loop_only(args))
         for transport in transports:
             print(f"transport={transport}")

@@ -123,6 +123,7 @@ async def test_process_mode_serves_and_records() -> None:
             trajs = await run_episodes(task, rows, p, concurrency=3)
         assert all(t.solved for t in trajs)
         assert len(server.chat_requests) == sum(len(t.turns) for t in trajs)
+        assert server.stats()["connections"] == 3
         server.clear()
         assert server.requests == []
         with pytest.raises(RuntimeError, match="cannot change"):

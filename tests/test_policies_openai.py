@@ -404,6 +404,17 @@ async def test_aclose_twice_and_reuse(fake: FakeOpenAIServer, transport: str) ->
     assert completion.message.tool_calls
 
 
+async def test_one_connection_pool_reused_across_episodes(transport: str) -> None:
+    with FakeOpenAIServer(find_number_expert) as server:
+        p = OpenAIPolicy("m", server.base_url, transport=transport)  # type: ignore[arg-type]
+        for _ in range(5):  # sequential episodes: one keep-alive connection serves them all
+            assert (await run_episode(TASK, ROW, p)).solved
+        await p.aclose()
+        stats = server.stats()
+    assert stats["connections"] == 1
+    assert stats["requests"] >= 5
+
+
 def test_importing_the_client_does_not_import_http_libraries() -> None:
     code = (
         "import sys, agentrft.policies.openai_client, agentrft.policies.litellm_client; "

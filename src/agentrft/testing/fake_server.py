@@ -281,6 +281,8 @@ class _Core:
         self.port = 0
         self._writers: set[asyncio.StreamWriter] = set()
         self._handlers: set[asyncio.Task[None]] = set()
+        # Connections that carried API requests (control requests aside): shows pooling.
+        self.connections = 0
 
     async def start(self, port: int = 0) -> int:
         self.server = await asyncio.start_server(
@@ -308,6 +310,7 @@ class _Core:
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
+        counted = False
         task = asyncio.current_task()
         if task is not None:
             self._handlers.add(task)
@@ -329,6 +332,9 @@ class _Core:
                 else:
                     raw = await reader.readexactly(int(headers.get("content-length") or 0))
                 keep_alive = version == "HTTP/1.1" and headers.get("connection", "") != "close"
+                if not counted and not path.startswith("/_fake/"):
+                    counted = True
+                    self.connections += 1
                 response = await self._respond(method, path, headers, raw)
                 if response is None:  # Disconnect
                     return
@@ -400,10 +406,15 @@ class _Core:
             return _http(500, _error_body(f"script raised {type(exc).__name__}: {exc}", "script"))
         return _http(200, json.dumps(out).encode())
 
+    def _stats(self) -> dict[str, int]:
+        return {"connections": self.connections, "requests": len(self.requests)}
+
     def _control(self, method: str, route: str) -> bytes:
         if route == "/_fake/requests":
             data = json.dumps([r.to_json() for r in self.requests]).encode()
             return _http(200, data)
+        if route == "/_fake/stats":
+            return _http(200, json.dumps(self._stats()).encode())
         if route == "/_fake/clear" and method == "POST":
             self.requests.clear()
             return _http(200, b"{}")
@@ -640,6 +651,14 @@ class FakeOpenAIServer:
     def chat_requests(self) -> list[RecordedRequest]:
         """The chat-completions requests only."""
         return [r for r in self.requests if r.path.split("?")[0].endswith("/chat/completions")]
+
+    def stats(self) -> dict[str, int]:
+        """`{"connections": n, "requests": n}`: TCP connections that carried API requests
+        (a pooling client opens few) and requests recorded."""
+        if self._core is not None and not self.process:
+            return self._core._stats()
+        with urllib.request.urlopen(self.url + "/_fake/stats", timeout=10) as resp:
+            return json.loads(resp.read())
 
     def clear(self) -> None:
         """Forget the recorded requests."""
