@@ -215,7 +215,8 @@ def doctor(
     report = run_preflight(cfg, purpose=purpose, task=the_task, aws=aws)  # type: ignore[arg-type]
     report.render(_console())
     if not report.ok:
-        raise typer.Exit(1)
+        n = len(report.failures)
+        raise SageMakerError(f"{n} check{'s' if n > 1 else ''} failed; each row above says the fix")
 
 
 # -- dataset upload ---------------------------------------------------------------------
