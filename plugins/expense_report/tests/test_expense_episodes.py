@@ -1,5 +1,6 @@
 """Whole episodes through `agentrft.run_episode`: the expert, flawed policies, tiers, leaks."""
 
+import asyncio
 import json
 import random
 
@@ -21,9 +22,9 @@ def prompts(n_per_difficulty, offset=0):
     ]
 
 
-async def test_expert_solves_every_instance_across_difficulties():
+def test_expert_solves_every_instance_across_difficulties():
     rows = prompts(70) + [r["prompt"] for r in TASK.make_dataset("validation", 30, 0)]
-    trajs = await run_episodes(TASK, rows, TASK.expert(), concurrency=16)
+    trajs = asyncio.run(run_episodes(TASK, rows, TASK.expert(), concurrency=16))
     unsolved = [(t.prompt, t.reward.outcome, t.failure_kinds) for t in trajs if not t.solved]
     assert not unsolved
     assert all(t.reward.outcome == "correct" for t in trajs)
@@ -32,8 +33,8 @@ async def test_expert_solves_every_instance_across_difficulties():
     assert all(not t.failures for t in trajs)
 
 
-async def test_expert_episode_reads_replies_and_converts_foreign_amounts():
-    traj = await run_episode(TASK, prompts(1, offset=3)[2], TASK.expert())
+def test_expert_episode_reads_replies_and_converts_foreign_amounts():
+    traj = asyncio.run(run_episode(TASK, prompts(1, offset=3)[2], TASK.expert()))
     names = [c.name for turn in traj.turns for c in turn.assistant.tool_calls or []]
     assert names[:2] == ["get_policy", "list_receipts"]
     assert "convert_currency" in names and names[-1] == "submit_report"
@@ -54,40 +55,40 @@ async def test_expert_episode_reads_replies_and_converts_foreign_amounts():
         (scripted.clumsy_expert, "correct"),
     ],
 )
-async def test_each_behaviour_lands_in_its_tier(make, tier):
+def test_each_behaviour_lands_in_its_tier(make, tier):
     for prompt in prompts(4):
-        traj = await run_episode(TASK, prompt, make())
+        traj = asyncio.run(run_episode(TASK, prompt, make()))
         assert traj.reward.outcome == tier, (prompt, traj.reward)
         if tier != "correct":
             assert traj.reward.total < CORRECT_MIN
             assert not traj.solved
 
 
-async def test_submit_at_once_is_below_any_correct_report_and_silence_is_lowest():
+def test_submit_at_once_is_below_any_correct_report_and_silence_is_lowest():
     rows = prompts(5)
-    at_once = await run_episodes(TASK, rows, scripted.submit_at_once())
-    silent = await run_episodes(TASK, rows, scripted.silent_policy())
-    clumsy = await run_episodes(TASK, rows, scripted.clumsy_expert())
+    at_once = asyncio.run(run_episodes(TASK, rows, scripted.submit_at_once()))
+    silent = asyncio.run(run_episodes(TASK, rows, scripted.silent_policy()))
+    clumsy = asyncio.run(run_episodes(TASK, rows, scripted.clumsy_expert()))
     assert max(t.reward.total for t in at_once) < min(t.reward.total for t in clumsy)
     lowest = TASK.lowest_reward().total
     assert all(t.reward.total == lowest == -1.2 for t in silent)
-    others = at_once + clumsy + await run_episodes(TASK, rows, scripted.reader_policy())
+    others = at_once + clumsy + asyncio.run(run_episodes(TASK, rows, scripted.reader_policy()))
     assert min(t.reward.total for t in others) > lowest
 
 
-async def test_shaping_ranks_inside_a_tier():
+def test_shaping_ranks_inside_a_tier():
     prompt = prompts(1, offset=9)[2]
-    clean = await run_episode(TASK, prompt, TASK.expert())
-    clumsy = await run_episode(TASK, prompt, scripted.clumsy_expert())
+    clean = asyncio.run(run_episode(TASK, prompt, TASK.expert()))
+    clumsy = asyncio.run(run_episode(TASK, prompt, scripted.clumsy_expert()))
     assert clumsy.reward.components["tool_errors"] == 4
     assert clumsy.reward.components["wasted_calls"] == 2
     assert CORRECT_MIN <= clumsy.reward.total < clean.reward.total
-    drop = await run_episode(TASK, prompt, scripted.flawed_expert("drop_item"))
-    at_once = await run_episode(TASK, prompt, scripted.submit_at_once())
+    drop = asyncio.run(run_episode(TASK, prompt, scripted.flawed_expert("drop_item")))
+    at_once = asyncio.run(run_episode(TASK, prompt, scripted.submit_at_once()))
     assert at_once.reward.total < drop.reward.total < CORRECT_MIN
 
 
-async def test_tool_errors_are_replies_not_crashes():
+def test_tool_errors_are_replies_not_crashes():
     prompt = prompts(1)[0]
     policy = scripted.replay_policy(
         [
@@ -104,7 +105,7 @@ async def test_tool_errors_are_replies_not_crashes():
             call("submit_report"),
         ]
     )
-    traj = await run_episode(TASK, prompt, policy)
+    traj = asyncio.run(run_episode(TASK, prompt, policy))
     replies = [m.content for m in traj.messages if m.role == "tool"]
     assert replies[0].startswith("Error: no receipt 'R77'. Receipt ids: R01")
     assert "invalid arguments for convert_currency" in replies[1]
@@ -154,7 +155,7 @@ def random_policy(seed):
     return ScriptedPolicy(step, name=f"random_{seed}")
 
 
-async def test_hidden_values_never_reach_the_policy():
+def test_hidden_values_never_reach_the_policy():
     rows = prompts(12) + [r["prompt"] for r in TASK.make_dataset("train", 12, 3)]
     policies = [
         TASK.expert,
@@ -168,7 +169,7 @@ async def test_hidden_values_never_reach_the_policy():
         secrets = TASK.hidden_values(TASK.parse(prompt))
         assert secrets, prompt  # the total is always a secret on these trips
         for make in [*policies, lambda i=i: random_policy(i)]:
-            traj = await run_episode(TASK, prompt, make())
+            traj = asyncio.run(run_episode(TASK, prompt, make()))
             seen = [m.content or "" for m in traj.messages if m.role != "assistant"]
             seen.append(json.dumps(traj.tools))
             for secret in secrets:

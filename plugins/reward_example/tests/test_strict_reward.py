@@ -1,6 +1,7 @@
 """The example reward plugin: discovered, selectable by name, ordered, and it changes scores
 exactly as docs/custom-rewards.md says."""
 
+import asyncio
 import itertools
 import json
 
@@ -40,36 +41,36 @@ def test_reward_check_passes_on_real_episodes():
     assert check_task_reward(TASK, strict_reward).ok
 
 
-async def scores(make_policy):
+def scores(make_policy):
     own, strict = [], []
     for prompt in PROMPTS:
-        own.append((await run_episode(TASK, prompt, make_policy())).reward)
+        own.append((asyncio.run(run_episode(TASK, prompt, make_policy()))).reward)
         strict.append(
-            (await run_episode(TASK, prompt, make_policy(), reward_fn=strict_reward)).reward
+            (asyncio.run(run_episode(TASK, prompt, make_policy(), reward_fn=strict_reward))).reward
         )
     return own, strict
 
 
-async def test_it_changes_scores_as_documented():
+def test_it_changes_scores_as_documented():
     # The expert: 1.30 with the task's reward, 1.00 with the strict one.
-    own, strict = await scores(scripted.expert_policy)
+    own, strict = scores(scripted.expert_policy)
     assert {r.total for r in own} == {1.3} and {r.total for r in strict} == {1.0}
     assert all(r.outcome == "clean" and r.solved for r in strict)
 
     # Correct with 4 tool errors and 2 wasted calls: 1.20 (task) vs 0.50 (strict).
-    own, strict = await scores(scripted.clumsy_expert)
+    own, strict = scores(scripted.clumsy_expert)
     assert all(r.outcome == "correct" and r.total == pytest.approx(1.2) for r in own)
     assert all(r.outcome == "correct_sloppy" and r.total == pytest.approx(0.5) for r in strict)
 
     # A wrong report: the task's reward credits partial work, the strict one barely does.
-    own, strict = await scores(lambda: scripted.flawed_expert("drop_item"))
+    own, strict = scores(lambda: scripted.flawed_expert("drop_item"))
     assert all(r.outcome == "partly_correct" and r.total > 0.7 for r in own)
     assert all(r.outcome == "wrong" and -0.55 <= r.total <= -0.45 for r in strict)
 
-    own, strict = await scores(scripted.submit_at_once)
+    own, strict = scores(scripted.submit_at_once)
     assert all(r.total == pytest.approx(-0.55) for r in strict)
 
-    own, strict = await scores(scripted.silent_policy)
+    own, strict = scores(scripted.silent_policy)
     assert {r.total for r in own} == {-1.2} and {r.total for r in strict} == {-1.0}
 
 
