@@ -342,6 +342,13 @@ def _sdk_response_class() -> type:
     return httpx.Response
 
 
+async def _close_quietly(client: Any) -> None:
+    try:
+        await client.close()
+    except Exception:  # a pool made on a finished loop: nothing left to release
+        logger.debug("closing the HTTP client failed", exc_info=True)
+
+
 def _dropped_connection(exc: BaseException) -> BaseException | None:
     """The aiohttp connection error behind an SDK timeout, if that is what it really was.
 
@@ -466,10 +473,7 @@ class OpenAIPolicy(Policy):
     async def aclose(self) -> None:
         client, self._client, self._client_loop = self._client, None, None
         if client is not None:
-            try:
-                await client.close()
-            except Exception:  # closing a pool on a finished loop: nothing left to release
-                logger.debug("closing the HTTP client failed", exc_info=True)
+            await _close_quietly(client)
 
     # auth --------------------------------------------------------------------------------
 
@@ -503,13 +507,15 @@ class OpenAIPolicy(Policy):
 
     async def _client_for_loop(self, factory: Callable[[], Any]) -> Any:
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
+        client = self._client
+        if client is None or self._client_loop is not loop:
             # A pool belongs to the loop it was made on (asyncio.run twice, a new thread).
-            if self._client is not None:
-                await self.aclose()
-            self._client = factory()
-            self._client_loop = loop
-        return self._client
+            # Swap before awaiting, so concurrent first calls share one new pool.
+            old, client = client, factory()
+            self._client, self._client_loop = client, loop
+            if old is not None:
+                await _close_quietly(old)
+        return client
 
     def _make_sdk_client(self) -> Any:
         import openai
