@@ -432,3 +432,100 @@ def test_unknown_task_is_named() -> None:
     result = CliRunner().invoke(cli(), ["deploy", "--task", "wordel", "--dry-run"])
     assert result.exit_code == 2
     assert "wordel" in result.output
+
+
+def test_deploy_command_end_to_end_with_stubbed_aws(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pytest.importorskip("agentrft_wordle")
+    control, s3, sm, sts = (
+        client(s) for s in ("bedrock-agentcore-control", "s3", "sagemaker", "sts")
+    )
+    arn = f"arn:aws:bedrock-agentcore:{REGION}:111122223333:runtime/agentrft_wordle-AbCdE12345"
+
+    class Session:
+        region_name = REGION
+
+        def __init__(self, *a: Any, **k: Any) -> None:
+            pass
+
+        def client(self, service: str, **kwargs: Any) -> Any:
+            return {"bedrock-agentcore-control": control, "s3": s3, "sagemaker": sm, "sts": sts}[
+                service
+            ]
+
+    monkeypatch.setattr(boto3, "Session", Session)
+    with Stubber(control) as c, Stubber(s3) as b, Stubber(sts) as t:
+        t.add_response(
+            "get_caller_identity",
+            {
+                "Account": "111122223333",
+                "Arn": "arn:aws:iam::111122223333:user/me",
+                "UserId": "AIDA",
+            },
+        )
+        b.add_response("get_bucket_location", {}, {"Bucket": "sagemaker-us-east-1-111122223333"})
+        c.add_response("list_agent_runtimes", {"agentRuntimes": []}, {})
+        b.add_response(
+            "put_object",
+            {},
+            {
+                "Bucket": "sagemaker-us-east-1-111122223333",
+                "Key": ANY,
+                "Body": ANY,
+                "ContentType": "application/zip",
+            },
+        )
+        c.add_response(
+            "create_agent_runtime",
+            {
+                "agentRuntimeArn": arn,
+                "agentRuntimeId": "agentrft_wordle-AbCdE12345",
+                "agentRuntimeVersion": "1",
+                "createdAt": NOW,
+                "status": "CREATING",
+            },
+            ANY_CREATE,
+        )
+        c.add_response(
+            "get_agent_runtime",
+            {
+                **runtime("READY"),
+                "agentRuntimeArn": arn,
+                "agentRuntimeId": "agentrft_wordle-AbCdE12345",
+                "agentRuntimeName": "agentrft_wordle",
+            },
+            {"agentRuntimeId": "agentrft_wordle-AbCdE12345"},
+        )
+        result = CliRunner().invoke(
+            cli(),
+            [
+                "deploy",
+                "--task",
+                "wordle",
+                "--role-arn",
+                ROLE,
+                "--no-deps",
+                "--skip-preflight",
+                "--workdir",
+                str(tmp_path),
+            ],
+        )
+        for stub in (c, b, t):
+            stub.assert_no_pending_responses()
+    assert result.exit_code == 0, result.output
+    assert arn in result.output and f"agentrft smoke-test --runtime-arn {arn}" in result.output
+    assert "will not start without its dependencies" in result.output  # --no-deps warned
+    assert (tmp_path / "agentrft-runtime-wordle.zip").exists()
+
+
+ANY_CREATE = {
+    "agentRuntimeName": "agentrft_wordle",
+    "description": ANY,
+    "agentRuntimeArtifact": ANY,
+    "roleArn": ROLE,
+    "networkConfiguration": {"networkMode": "PUBLIC"},
+    "protocolConfiguration": {"serverProtocol": "HTTP"},
+    "environmentVariables": {"AGENTRFT_TASK": "wordle", "AGENTRFT_BIND_ALL": "1"},
+    "clientToken": ANY,
+}

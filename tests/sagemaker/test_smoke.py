@@ -193,3 +193,54 @@ def test_task_comes_from_the_runtime_env_else_its_name() -> None:
         assert task_from_runtime(control, "agentrft_wordle-AbCdE12345") == "expense_report"
         stub.add_client_error("get_agent_runtime", "AccessDeniedException", http_status_code=403)
         assert task_from_runtime(control, "agentrft_wordle-AbCdE12345") == "wordle"
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+class StubbedSession:
+    """boto3.Session stand-in handing out pre-stubbed clients by service name."""
+
+    def __init__(self, clients: dict[str, Any]) -> None:
+        self.clients = clients
+
+    def __call__(self, *args: Any, **kwargs: Any) -> StubbedSession:
+        return self
+
+    def client(self, service: str, **kwargs: Any) -> Any:
+        return self.clients[service]
+
+
+def test_smoke_test_command_exit_codes(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("agentrft_wordle")
+    import typer
+    from typer.testing import CliRunner
+
+    from agentrft.backends.sagemaker import runtime_cli
+
+    app = typer.Typer()
+
+    @app.callback()
+    def root() -> None:
+        """test app"""
+
+    runtime_cli.register(app)
+
+    for answer, code, needle in [
+        (no_job_answer(), 0, "The chain works"),
+        ({"result": "no reward"}, 1, "no 'reward'"),
+    ]:
+        sts, agentcore = client("sts"), client("bedrock-agentcore")
+        with Stubber(sts) as s, Stubber(agentcore) as a:
+            s.add_response(
+                "get_caller_identity",
+                {"Account": ACCOUNT, "Arn": f"arn:aws:iam::{ACCOUNT}:user/me", "UserId": "AIDA"},
+            )
+            a.add_response("invoke_agent_runtime", invoke_ok(answer), expected_params())
+            session = StubbedSession({"sts": sts, "bedrock-agentcore": agentcore})
+            monkeypatch.setattr(boto3, "Session", session)
+            result = CliRunner().invoke(
+                app, ["smoke-test", "--runtime-arn", ARN, "--task", "wordle"]
+            )
+        assert result.exit_code == code, result.output
+        assert needle in result.output
