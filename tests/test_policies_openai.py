@@ -386,6 +386,8 @@ async def test_cached_token_caches_and_invalidates() -> None:
 # --- lifecycle ---------------------------------------------------------------------------
 
 
+# The first loop's pooled sockets die with that loop; GC reports them (harmless here).
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_one_policy_across_event_loops(fake: FakeOpenAIServer, transport: str) -> None:
     p = policy(fake, transport)
     first = asyncio.run(run_episode(TASK, ROW, p))
