@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import socket
 import time
 from typing import Any
 
@@ -93,6 +94,25 @@ def test_chunked_request_body() -> None:
         assert status == 200
         assert data["choices"][0]["message"]["content"] == "hello"
         assert server.requests[0].body == CHAT
+
+
+def test_expect_100_continue() -> None:
+    with (
+        FakeOpenAIServer(lambda m, t: "hi") as server,
+        socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock,
+    ):
+        body = json.dumps(CHAT).encode()
+        head = (
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        sock.sendall(head.encode())
+        assert sock.recv(100).startswith(b"HTTP/1.1 100 Continue")
+        sock.sendall(body)
+        reply = b""
+        while b'"hi"' not in reply:
+            reply += sock.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 200 OK")
 
 
 def test_sequence_counts_requests_then_delegates() -> None:

@@ -327,6 +327,8 @@ class _Core:
                 for line in lines[1:]:
                     name, _, value = line.partition(":")
                     headers[name.strip().lower()] = value.strip()
+                if headers.get("expect", "").lower() == "100-continue":  # curl, large bodies
+                    writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
                 if headers.get("transfer-encoding", "").lower() == "chunked":
                     raw = await _read_chunked(reader)
                 else:
