@@ -340,14 +340,18 @@ def deploy_command(
     force: bool = False,
     skip_preflight: bool = False,
 ) -> None:
-    """The `agentrft deploy` command body."""
+    """The `agentrft deploy` command body.
+
+    Exits with SystemExit(2) on bad input: a BaseException passes any error-reporting
+    wrapper untouched and sets the exit status.
+    """
     import typer
 
     from agentrft.plugins import PluginError, get_plugins
 
     def fail(msg: str) -> None:
         typer.secho(f"error: {msg}", fg="red", err=True)
-        raise typer.Exit(2)
+        raise SystemExit(2)
 
     try:
         plugins = get_plugins()

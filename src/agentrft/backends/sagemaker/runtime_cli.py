@@ -7,21 +7,29 @@ imports typer only; bedrock_agentcore, boto3 and uvicorn load inside the command
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
     """Add `runtime serve`, `deploy` and `smoke-test` to the `agentrft` app."""
+    try:  # the core CLI's one-line error reporting (no traceback) when it is there
+        from agentrft.cli.errors import handle_errors
+    except ImportError:  # pragma: no cover - a core without the CLI package
+
+        def handle_errors(fn: Any) -> Any:
+            return fn
+
     runtime = typer.Typer(
         name="runtime",
         no_args_is_help=True,
         help="The AgentCore runtime app that plays rollouts for SageMaker AI jobs.",
     )
-    runtime.command("serve")(serve)
+    runtime.command("serve")(handle_errors(serve))
     app.add_typer(runtime, name="runtime")
-    app.command("deploy")(deploy)
-    app.command("smoke-test")(smoke_test)
+    app.command("deploy")(handle_errors(deploy))
+    app.command("smoke-test")(handle_errors(smoke_test))
 
 
 def serve(

@@ -233,20 +233,20 @@ def smoke_test_command(
         arn_region, _, runtime_id = parse_runtime_arn(runtime_arn)
     except ValueError as exc:
         typer.secho(f"error: {exc}", fg="red", err=True)
-        raise typer.Exit(2) from None
+        raise SystemExit(2) from None
     region = region or arn_region
     session = boto3.Session(region_name=region)
     if task is None:
         task = task_from_runtime(session.client("bedrock-agentcore-control"), runtime_id)
         if task is None:
             typer.secho("error: cannot tell the runtime's task; pass --task", fg="red", err=True)
-            raise typer.Exit(2)
+            raise SystemExit(2)
     try:
         t = get_plugins().task(task)
         prompt = _first_prompt(t)
     except (PluginError, ValueError) as exc:
         typer.secho(f"error: {exc}", fg="red", err=True)
-        raise typer.Exit(2) from None
+        raise SystemExit(2) from None
     account = session.client("sts").get_caller_identity()["Account"]
     agentcore = session.client(
         "bedrock-agentcore",
@@ -270,7 +270,7 @@ def smoke_test_command(
         )
         typer.secho(line, fg=color)
     if not result.ok:
-        raise typer.Exit(1)
+        raise SystemExit(1)
 
 
 def _first_prompt(task: Any) -> str:
