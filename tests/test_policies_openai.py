@@ -348,6 +348,17 @@ async def test_api_key_is_sent_but_never_shown(fake: FakeOpenAIServer, transport
     assert len(fake.chat_requests) == 1  # no token provider: a 401 is final
 
 
+async def test_credential_headers_are_scrubbed(fake: FakeOpenAIServer) -> None:
+    secret = "hdr-secret-987654"
+    fake.script = lambda messages, tools: http_error(400, f"bad header {secret}")
+    p = OpenAIPolicy("m", fake.base_url, headers={"X-Api-Key": secret}, max_retries=0)
+    with pytest.raises(PolicyError) as info:
+        await p.complete([Message(role="user", content="hi")], [], Sampling())
+    await p.aclose()
+    assert fake.chat_requests[0].headers["x-api-key"] == secret
+    assert secret not in str(info.value)
+
+
 async def test_url_credentials_are_not_shown(fake: FakeOpenAIServer) -> None:
     fake.script = lambda messages, tools: http_error(500)
     url = fake.base_url.replace("http://", "http://user:hunter22@")

@@ -33,6 +33,7 @@ import json
 import logging
 import os
 import random
+import re
 import sys
 import time
 import uuid
@@ -54,6 +55,8 @@ TokenProvider = Callable[[], "str | Awaitable[str]"]
 Transport = Literal["openai", "openai-aiohttp", "aiohttp"]
 
 _RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+#: Header names whose values are credentials: scrubbed from error messages like the key.
+_SENSITIVE = re.compile(r"auth|key|token|secret|signature|credential|cookie", re.IGNORECASE)
 
 
 class CachedToken:
@@ -449,6 +452,7 @@ class OpenAIPolicy(Policy):
         )
         self._token_provider = token_provider
         self._secrets: list[str] = [self._api_key] if self._api_key else []
+        self._secrets += [v for k, v in self.headers.items() if _SENSITIVE.search(k) and v]
         self._where = f"POST {_safe_url(self.base_url)}/chat/completions"
         self._client: Any = None  # AsyncOpenAI or aiohttp.ClientSession
         self._client_loop: asyncio.AbstractEventLoop | None = None
