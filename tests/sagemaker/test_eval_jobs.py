@@ -82,6 +82,20 @@ def test_runs_one_job_at_a_time_and_tabulates_pass_at_k() -> None:
     s = stubbed_aws(REGION)
     s["sagemaker"].add_response("describe_hub_content", hub_content_response())
     s["s3"].add_response("get_object", {"Body": _empty_specs()})
+    schema = {
+        "type": "object",
+        "required": ["AgentConfig", "InputDataConfig", "EvaluationConfig"],
+        "properties": {"EvaluationConfig": {"required": ["BaseModelArn", "HyperParameters"]}},
+    }
+    s["sagemaker"].add_response(
+        "describe_job_schema_version",
+        {
+            "JobCategory": "AgentRFTEvaluation",
+            "JobConfigSchemaVersion": "1.0.0",
+            "JobConfigSchema": json.dumps(schema),
+        },
+        {"JobCategory": "AgentRFTEvaluation", "JobConfigSchemaVersion": "1.0.0"},
+    )
     created: list[dict[str, Any]] = []
 
     def expect_create() -> None:
@@ -232,3 +246,22 @@ def test_evaluation_metrics_spellings() -> None:
                                  "AverageReward": "0.25"})  # fmt: skip
     assert m.pass_at_k == {2: 0.5, 4: 0.75} and m.mean_reward == 0.25 and m.success_rate == 0.4
     assert read_evaluation_metrics({}).pass_at_k == {}
+
+
+def test_a_run_the_schema_rejects_stops_all_runs_before_the_first_job() -> None:
+    s = stubbed_aws(REGION)
+    s["sagemaker"].add_response("describe_hub_content", hub_content_response())
+    s["s3"].add_response("get_object", {"Body": _empty_specs()})
+    schema = {"type": "object", "properties": {"ModelPackageConfig": {"not": {}}}}
+    s["sagemaker"].add_response(
+        "describe_job_schema_version",
+        {"JobCategory": "AgentRFTEvaluation", "JobConfigSchemaVersion": "1.0.0",
+         "JobConfigSchema": json.dumps(schema)},
+    )  # fmt: skip
+    with pytest.raises(SageMakerError, match="run trained does not match"):
+        SageMakerBackend().evaluate(
+            FindNumberTask(), config(), runs=["base:1.0", "trained:1.0"],
+            model_package_arn=PACKAGE, console=console()[0], aws=s.aws, skip_preflight=True,
+            sleep=lambda _: None,
+        )  # fmt: skip
+    s.assert_done()  # no CreateJob at all, not even for the valid base run

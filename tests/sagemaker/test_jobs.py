@@ -85,6 +85,32 @@ SPECS = {
 }
 
 
+TRAINING_SCHEMA = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "required": ["AgentConfig", "InputDataConfig", "OutputDataConfig", "ModelPackageConfig",
+                 "TrainingConfig"],
+    "properties": {
+        "InputDataConfig": {"type": "array", "minItems": 1},
+        "TrainingConfig": {
+            "type": "object",
+            "required": ["BaseModelArn"],
+            "properties": {"HyperParameters": {"type": "object",
+                                               "additionalProperties": {"type": "string"}}},
+        },
+    },
+}  # fmt: skip
+
+
+def expect_schema(s: Any, schema: dict[str, Any], category: str = "AgentRFT") -> None:
+    s["sagemaker"].add_response(
+        "describe_job_schema_version",
+        {"JobCategory": category, "JobConfigSchemaVersion": "1.0.0",
+         "JobConfigSchema": json.dumps(schema)},
+        {"JobCategory": category, "JobConfigSchemaVersion": "1.0.0"},
+    )  # fmt: skip
+
+
 def expect_resolution(s: Any, *, checkpoint_exists: bool = True, create: bool = True) -> None:
     """DescribeHubContent, the recipe's specs on S3, then the two model package groups."""
     s["sagemaker"].add_response(
@@ -147,6 +173,7 @@ def expect_resolution(s: Any, *, checkpoint_exists: bool = True, create: bool = 
 def test_train_submits_the_contract_request_through_the_stubbed_client() -> None:
     s = stubbed_aws(REGION)
     expect_resolution(s, checkpoint_exists=False)
+    expect_schema(s, TRAINING_SCHEMA)
     s["sagemaker"].add_response(
         "create_job",
         {"JobArn": job_arn("agentrft-find-number-1")},
@@ -477,3 +504,29 @@ def test_watch_tolerates_a_few_failed_polls_then_gives_up() -> None:
     with pytest.raises(SageMakerError, match="keeps running"):
         watch_job(s.aws, "w1", "AgentRFT", console=out, sleep=lambda _: None)
     s.assert_done()
+
+
+def test_a_document_the_service_schema_rejects_is_not_submitted() -> None:
+    s = stubbed_aws(REGION)
+    expect_resolution(s)
+    expect_schema(s, {**TRAINING_SCHEMA, "required": ["StoppingCondition"]})
+    with pytest.raises(SageMakerError) as err:
+        SageMakerBackend().train(
+            FindNumberTask(), config(), console=console()[0], aws=s.aws, skip_preflight=True
+        )
+    assert "does not match the service's schema" in str(err.value)
+    assert "'StoppingCondition' is a required property" in str(err.value)
+    s.assert_done()  # no CreateJob was queued, and none was attempted
+
+
+def test_an_unreadable_schema_is_a_note_not_a_failure() -> None:
+    s = stubbed_aws(REGION)
+    expect_resolution(s)
+    s["sagemaker"].add_client_error("describe_job_schema_version", "AccessDeniedException", "no")
+    s["sagemaker"].add_response("create_job", {"JobArn": job_arn("agentrft-find-number-1")})
+    out, buf = console()
+    SageMakerBackend().train(
+        FindNumberTask(), config(), console=out, aws=s.aws, skip_preflight=True
+    )
+    s.assert_done()
+    assert "document schema not checked" in buf.getvalue()

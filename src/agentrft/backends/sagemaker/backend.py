@@ -234,6 +234,10 @@ class SageMakerBackend(Backend):
             tags={"agentrft:task": task.name, **sm.tags},
         )
         validate_request("CreateJob", request)
+        if not offline and sm.preflight:
+            from agentrft.backends.sagemaker.service_schema import check_document
+
+            check_document(aws, facts.TRAINING_CATEGORY, training_document(spec), notes)
         for note in notes:
             out.print(f"[dim]{note}[/]")
         if dry_run:
@@ -351,9 +355,17 @@ class SageMakerBackend(Backend):
             max_runtime_s=sm.max_runtime_s or facts.DEFAULT_EVALUATION_MAX_RUNTIME_S,
             tags={"agentrft:task": task.name, **sm.tags},
         )
+        schema = None
+        if not offline and sm.preflight:
+            from agentrft.backends.sagemaker.service_schema import fetch_schema
+
+            schema_notes: list[str] = []
+            schema = fetch_schema(aws, facts.EVALUATION_CATEGORY, schema_notes)
+            for note in schema_notes:
+                out.print(f"[dim]{note}[/]")
         outcomes = run_evaluations(
             None if dry_run else aws, config, plan, parsed, console=out, dry_run=dry_run,
-            wait=wait, poll_s=sm.poll_s, sleep=sleep, clock=clock,
+            wait=wait, poll_s=sm.poll_s, sleep=sleep, clock=clock, schema=schema,
         )  # fmt: skip
         if not dry_run and wait:
             render_table(outcomes, out, load_prices(sm.price_file, sm.base_model))

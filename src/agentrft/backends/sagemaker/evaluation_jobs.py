@@ -7,6 +7,7 @@ validation inside a training job is scored at temperature 0 and cannot be change
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -178,8 +179,13 @@ def run_evaluations(
     poll_s: float = 30.0,
     sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] | None = None,
+    schema: dict[str, Any] | None = None,
 ) -> list[EvalOutcome]:
-    """Submit the runs one after another (waiting for each); returns one outcome per run."""
+    """Submit the runs one after another (waiting for each); returns one outcome per run.
+
+    `schema` (the service's document schema, when it could be read) is checked for every
+    run before the first job starts.
+    """
     if not wait and not dry_run and len(runs) > 1:
         raise SageMakerError(
             f"{len(runs)} runs need --wait: the default quota runs "
@@ -192,6 +198,16 @@ def run_evaluations(
     for run in runs:
         name = make_job_name(f"{prefix}-{run.label}-{_temp_tag(run.temperature)}")
         outcomes.append(EvalOutcome(run, name, build_request(plan, config, run, name)))
+    if schema is not None:
+        from agentrft.backends.sagemaker.service_schema import schema_errors
+
+        for o in outcomes:
+            problems = schema_errors(schema, json.loads(o.request["JobConfigDocument"]))
+            if problems:
+                raise SageMakerError(
+                    f"the {facts.EVALUATION_CATEGORY} document of run {o.run.label} does not "
+                    "match the service's schema:\n- " + "\n- ".join(problems)
+                )
     if dry_run:
         for o in outcomes:
             console.print(
