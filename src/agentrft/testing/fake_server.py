@@ -6,7 +6,8 @@ A script `fn(messages, tools) -> reply` decides each reply, exactly like `Script
 `rate_limited(retry_after=0.01)`, `slow(2.0, reply)`, `malformed_body()`, `disconnect()`.
 Tool-call faults need no helper: `call("guess", "{not json")` is a malformed-arguments call,
 `call("no_such_tool")` an unknown tool, a plain string a text reply (or a plain-text call),
-`""` an empty reply.
+`""` an empty reply. `sequence(r1, r2, then=script)` answers requests in order (a
+client's retries included), e.g. `sequence(rate_limited(0.01), then=expert)`.
 
 The server is a few hundred lines of raw asyncio HTTP/1.1 (keep-alive, Content-Length and
 chunked request bodies) so that it costs the client under test as little CPU as possible.
@@ -15,7 +16,8 @@ a child process (`process=True`, what the benchmark uses so the server does not 
 client's core; the script must then be picklable, i.e. a module-level function).
 
 Every request is recorded (method, path, headers, JSON body) for assertions, in both modes:
-`server.requests`. It listens on 127.0.0.1 only.
+`server.requests`; `server.stats()` counts the connections used. It listens on 127.0.0.1
+only.
 """
 
 from __future__ import annotations
