@@ -63,6 +63,7 @@ def caller_policy(job_role_arn: str) -> dict[str, Any]:
                     "sagemaker:ListJobs",
                     "sagemaker:StopJob",
                     "sagemaker:DescribeHubContent",
+                    "sagemaker:DescribeJobSchemaVersion",
                     "sagemaker:DescribeModelPackageGroup",
                     "sagemaker:CreateModelPackageGroup",
                 ],
