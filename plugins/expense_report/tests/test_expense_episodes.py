@@ -8,7 +8,14 @@ import pytest
 from agentrft_expense_report import TIERS, ExpenseReportTask
 from agentrft_expense_report import expert as scripted
 
-from agentrft import ScriptedPolicy, call, check_reward_order, run_episode, run_episodes
+from agentrft import (
+    ScriptedPolicy,
+    call,
+    check_reward_order,
+    replay_policy,
+    run_episode,
+    run_episodes,
+)
 
 TASK = ExpenseReportTask()
 CORRECT_MIN = TIERS.tier("correct").low
@@ -90,7 +97,7 @@ def test_shaping_ranks_inside_a_tier():
 
 def test_tool_errors_are_replies_not_crashes():
     prompt = prompts(1)[0]
-    policy = scripted.replay_policy(
+    policy = replay_policy(
         [
             [
                 call("get_receipt", {"receipt_id": "R77"}),
@@ -205,3 +212,29 @@ def test_reward_check_would_catch_overlapping_tiers():
     bad = RewardResult(total=1.15, outcome="partly_correct")
     report = check_reward_order([*samples, RewardSample(1, "partly_correct", "forged", bad)])
     assert not report.ok and "forged" in report.explain()
+
+
+def test_calls_written_as_text_are_recovered_and_cost_shaping():
+    from agentrft_expense_report.environment import recover_calls
+
+    names = {"get_policy", "get_receipt", "submit_report"}
+    tagged = '<tool_call>{"name": "get_receipt", "arguments": {"receipt_id": "R02"}}</tool_call>'
+    (c,) = recover_calls("Let me look. " + tagged, names)
+    assert (c.name, json.loads(c.arguments)) == ("get_receipt", {"receipt_id": "R02"})
+    (c,) = recover_calls('get_receipt(receipt_id="R03")', names)
+    assert json.loads(c.arguments) == {"receipt_id": "R03"}
+    assert recover_calls('{"name": "get_policy", "arguments": {}}', names)[0].name == "get_policy"
+    assert recover_calls("I think rm_rf(path='/') is a bad idea", names) == []
+    assert recover_calls("Nothing to call here.", names) == []
+
+    # Through the loop: the call runs, its reply comes back as a user turn, and it costs
+    # shaping like a tool error.
+    tagged = '<tool_call>{"name": "get_policy", "arguments": {}}</tool_call>'
+    prompt = prompts(1)[0]
+    traj = asyncio.run(run_episode(TASK, prompt, replay_policy([tagged, call("submit_report")])))
+    assert traj.messages[3].role == "user" and '"daily_meal_cap_usd"' in traj.messages[3].content
+    assert traj.failure_kinds == ["plain_text_call"]
+    plain = asyncio.run(run_episode(TASK, prompt, scripted.submit_at_once()))
+    assert traj.reward.outcome == plain.reward.outcome == "partly_correct"
+    assert traj.reward.components["tool_errors"] == 1
+    assert traj.reward.total < plain.reward.total

@@ -7,11 +7,13 @@ used by `grade()` after the episode; no reply ever computes or hints at them.
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agentrft import Environment, ToolError, tool
+from agentrft import Environment, ToolCall, ToolError, tool
 from agentrft_expense_report.money import fmt, to_cents
 from agentrft_expense_report.rules import Decision, adjudicate
 from agentrft_expense_report.trip import Trip
@@ -254,6 +256,12 @@ class ExpenseReportEnv(Environment):
             f"{len(self.flags)} flagged receipt(s)."
         )
 
+    def recover(self, text: str) -> list[ToolCall]:
+        """Calls written as text: `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`,
+        the same JSON bare, or `get_receipt(receipt_id="R01")`. Each recovered call counts
+        as a tool error in the reward (failure kind plain_text_call)."""
+        return recover_calls(text, set(self.tools))
+
     def on_text_reply(self, text: str) -> str | None:
         # One reminder, then a text reply ends the episode (unsubmitted).
         if any(kind == "text_reply" for kind, _ in self.events):
@@ -287,3 +295,37 @@ class ExpenseReportEnv(Environment):
             expected_total_cents=sum(d.amount_cents for d in exp_items.values()),
             claimed_total_cents=sum(c for _, c in self.line_items.values()),
         )
+
+
+_TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+_PY_CALL = re.compile(r"\b([a-z_]+)\(([^()]*)\)")
+
+
+def recover_calls(text: str, tool_names: set[str]) -> list[ToolCall]:
+    """Tool calls a model wrote as plain text, for known tool names only."""
+    blobs = _TAGGED.findall(text) or [text.strip()]
+    calls = []
+    for blob in blobs:
+        try:
+            data = json.loads(blob)
+        except json.JSONDecodeError:
+            continue
+        for item in data if isinstance(data, list) else [data]:
+            if not isinstance(item, dict) or item.get("name") not in tool_names:
+                continue
+            args = item.get("arguments", item.get("parameters", {}))
+            raw = args if isinstance(args, str) else json.dumps(args)
+            calls.append(ToolCall(id="", name=item["name"], arguments=raw))
+    if calls:
+        return calls
+    for name, inner in _PY_CALL.findall(text):
+        if name not in tool_names:
+            continue
+        try:
+            node = ast.parse(f"f({inner})", mode="eval").body
+            assert isinstance(node, ast.Call) and not node.args
+            kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
+        except (SyntaxError, ValueError, AssertionError):
+            continue
+        calls.append(ToolCall(id="", name=name, arguments=json.dumps(kwargs)))
+    return calls
