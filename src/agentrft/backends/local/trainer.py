@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,8 @@ class LoRATrainer:
         torch.manual_seed(seed)
         self.device = resolve_device(device)
         base, self.tokenizer = load_model_and_tokenizer(model_path, device=self.device, dtype=dtype)
+        # peft calls a transformers API deprecated in 5.x; the warning is noise to users.
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")
         if adapter_path:
             self.model = PeftModel.from_pretrained(base, adapter_path, is_trainable=True)
         else:

@@ -1,0 +1,92 @@
+"""`LocalBackend` through its public face: plugin registration, train with MLflow and the
+before/after table, evaluate with an adapter at several temperatures."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from agentrft.backends.local.backend import LocalBackend
+from agentrft.plugins import load_plugins
+
+from .conftest import CountA, FruitGuess, tiny_config
+
+
+def test_registered_as_the_local_backend_plugin():
+    backend = load_plugins().backend("local")
+    assert isinstance(backend, LocalBackend)
+    assert (backend.name, backend.extra) == ("local", "local")
+    backend.check_available()
+
+
+def test_train_logs_to_mlflow_and_prints_before_after(tmp_path):
+    out = io.StringIO()
+    console = Console(file=out, width=200)
+    config = tiny_config(
+        tmp_path,
+        global_batch_size=2,
+        group_size=4,
+        max_steps=2,
+        sampling_max_tokens=12,
+        **{
+            "local.tracking": "mlflow",
+            "local.eval_before": True,
+            "local.eval_after": True,
+            "local.run_name": "ml",
+            "local.tiny_model": "156k",
+            "eval.n": 3,
+            "eval.temperatures": [1.0],
+        },
+    )
+    result = LocalBackend().train(CountA(), config, console=console)
+    text = out.getvalue()
+    assert "before" in text and "after" in text and "solve rate" in text
+    run = result.run_dir
+    assert (run / "config.yaml").is_file() and (
+        run / "final_adapter" / "adapter_config.json"
+    ).is_file()
+    assert (run / "checkpoints" / "step_000002" / "state.json").is_file()
+    assert json.loads((run / "eval" / "after.json").read_text())[0]["episodes"] == 3
+    info = json.loads((run / "run.json").read_text())
+    assert info["status"] == "finished" and info["steps"] == 2
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(info["mlflow_tracking_uri"])
+    history = client.get_metric_history(info["mlflow_run_id"], "reward_mean")
+    assert [m.step for m in history] == [1, 2]
+    assert history[0].value == pytest.approx(result.history[0]["reward_mean"])
+    params = client.get_run(info["mlflow_run_id"]).data.params
+    assert params["group_size"] == "4" and params["local.tiny_model"] == "156k"
+
+
+def test_evaluate_with_an_adapter_at_two_temperatures(tmp_path, tiny_156k):
+    from agentrft.backends.local.vllm_adapters import make_adapter
+
+    adapter = make_adapter(tiny_156k, tmp_path / "adapter", rank=4, random_b_std=0.1)
+    config = tiny_config(
+        tmp_path,
+        sampling_max_tokens=8,
+        pass_k_values=[1, 2],
+        **{
+            "local.tiny_model": "156k",
+            "eval.temperatures": [0.0, 1.0],
+            "eval.samples_per_row": 2,
+            "eval.n": 2,
+        },
+    )
+    reports = LocalBackend().evaluate(
+        FruitGuess(), config, adapter=str(adapter), output_dir=str(tmp_path / "ev")
+    )
+    assert [r.temperature for r in reports] == [0.0, 1.0]
+    assert all(r.episodes == 4 and set(r.pass_at_k) == {1, 2} for r in reports)
+    assert reports[0].turn_histogram and reports[0].failure_kinds  # a random model fails
+    assert (tmp_path / "ev" / "eval.json").is_file()
+
+
+def test_evaluate_rejects_a_directory_that_is_not_an_adapter(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a PEFT adapter directory"):
+        LocalBackend().evaluate(FruitGuess(), tiny_config(tmp_path), adapter=str(tmp_path))
