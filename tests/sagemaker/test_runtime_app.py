@@ -395,10 +395,25 @@ def test_a_crashing_policy_factory_still_reports_and_answers(aws: None) -> None:
     assert [r.body["Rewards"] for r in jr.rewards] == [[-1.5]]
 
 
-def test_ping_says_healthy(aws: None) -> None:
-    with serve(DoorTask()) as app:
-        resp = httpx.get(app.url + "/ping")
-    assert resp.json()["status"] == "Healthy"
+def test_ping_says_busy_while_a_rollout_runs(aws: None) -> None:
+    started = threading.Event()
+
+    def slow_model(rec: Recorded) -> None:
+        started.set()
+        time.sleep(0.5)  # the model thinks; /ping must answer meanwhile
+        return None
+
+    with loopback(on_chat=slow_model) as jr, serve(DoorTask()) as app:
+        assert httpx.get(app.url + "/ping").json()["status"] == "Healthy"
+        worker = threading.Thread(
+            target=app.invoke, args=(with_endpoint(payload(door_row(secret=1)), jr.endpoint),)
+        )
+        worker.start()
+        assert started.wait(10)
+        busy = httpx.get(app.url + "/ping", timeout=5).json()["status"]
+        worker.join(30)
+        idle = httpx.get(app.url + "/ping").json()["status"]
+    assert (busy, idle) == ("HealthyBusy", "Healthy")
 
 
 # --- concurrency -----------------------------------------------------------------------------

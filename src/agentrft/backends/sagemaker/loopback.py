@@ -78,7 +78,7 @@ class LoopbackJobRuntime:
 
     def start(self) -> LoopbackJobRuntime:
         handler = _make_handler(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="loopback-job-runtime", daemon=True
@@ -154,6 +154,11 @@ class LoopbackJobRuntime:
         if not rec.headers.get("x-amzn-sagemaker-job-arn") or not body.get("TrajectoryId"):
             return 400, {"Message": "JobArn header and TrajectoryId are required"}
         return 200, {}
+
+
+class _Server(ThreadingHTTPServer):
+    # The default listen backlog (5) drops connections when 64 rollouts connect at once.
+    request_queue_size = 512
 
 
 def _make_handler(owner: LoopbackJobRuntime) -> type[BaseHTTPRequestHandler]:
