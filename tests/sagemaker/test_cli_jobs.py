@@ -235,3 +235,19 @@ def test_cost_job_prices_the_billed_tokens(
     result = run(cli, "cost", "job", "w")
     assert result.exit_code == 1 and "no billed tokens yet" in result.output
     s.assert_done()
+
+
+def test_doctor_policies_prints_the_three_policies_without_aws(cli: Any) -> None:
+    result = run(
+        cli, "doctor", "--policies", "--role-arn", f"arn:aws:iam::{ACCOUNT}:role/agentrft-job"
+    )
+    assert result.exit_code == 0, result.output
+    blocks = [b.split("\n", 1)[1] for b in result.output.strip().split("\n\n")]
+    job_trust, runtime_trust, caller = (json.loads(b) for b in blocks)
+    assert job_trust["Statement"][0]["Principal"] == {"Service": "job.sagemaker.amazonaws.com"}
+    assert (
+        runtime_trust["Statement"][0]["Condition"]["StringEquals"]["aws:SourceAccount"] == ACCOUNT
+    )
+    assert caller["Statement"][0]["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "job.sagemaker.amazonaws.com"}
+    }

@@ -175,6 +175,12 @@ def doctor(
     mlflow_arn: str = typer.Option(None, "--mlflow-arn"),
     region: str = typer.Option(None, "--region", help=REGION_HELP),
     config: Path = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
+    policies: bool = typer.Option(
+        False,
+        "--policies",
+        help="Print the IAM policies to create (trust of both roles, the caller's "
+        "permissions) for --role-arn and exit; no AWS call.",
+    ),
 ) -> None:
     """Check the AWS account before a job: credentials, regions, roles, runtime, rows."""
     from agentrft.backends.sagemaker.aws import SageMakerError
@@ -182,6 +188,9 @@ def doctor(
 
     if backend != "sagemaker":
         raise SageMakerError(f"doctor --backend {backend}: only sagemaker has checks")
+    if policies:
+        _print_policies(role_arn or "arn:aws:iam::<account>:role/<job role>")
+        return
     if purpose not in ("doctor", "train", "eval", "deploy"):
         raise SageMakerError(f"--for {purpose!r}: use doctor, train, eval or deploy")
     cfg = _load_config(
@@ -217,6 +226,23 @@ def doctor(
     if not report.ok:
         n = len(report.failures)
         raise SageMakerError(f"{n} check{'s' if n > 1 else ''} failed; each row above says the fix")
+
+
+def _print_policies(role_arn: str) -> None:
+    from agentrft.backends.sagemaker import iam
+    from agentrft.backends.sagemaker.aws import parse_arn
+
+    try:
+        account = parse_arn(role_arn, what="--role-arn").account
+    except Exception:
+        account = None
+    blocks = {
+        "job role trust policy (job-trust.json)": iam.job_role_trust_policy(),
+        "runtime role trust policy (runtime-trust.json)": iam.runtime_role_trust_policy(account),
+        "caller permissions (besides read access)": iam.caller_policy(role_arn),
+    }
+    for title, policy in blocks.items():
+        typer.echo(f"# {title}\n{iam.policy_json(policy)}\n")
 
 
 # -- dataset upload ---------------------------------------------------------------------
