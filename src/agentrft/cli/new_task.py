@@ -19,8 +19,11 @@ def new_task(
         ),
     ] = Path("."),
 ) -> None:
-    """Create a task plugin package: pyproject with the entry point, a task with an environment,
-    two typed tools, a tiered reward, a dataset maker, a scripted expert, tests and a README."""
+    """Scaffold a new task plugin NAME: installable, tested, ready for `agentrft eval`.
+
+    It holds a pyproject with the entry point, a task module with an environment, two typed
+    tools, a tiered reward, a dataset maker and a scripted expert, tests and a README.
+    Refuses an invalid or taken name and an existing directory, writing nothing."""
     from agentrft.scaffold import ScaffoldError, TaskNames, create_task
 
     try:
