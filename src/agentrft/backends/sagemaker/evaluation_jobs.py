@@ -241,8 +241,10 @@ def render_table(outcomes: list[EvalOutcome], console: Console, prices: PriceTab
 
     ks = sorted({k for o in outcomes for k in o.metrics.pass_at_k})
     table = Table(title="SageMaker evaluation")
-    for col in ("run", "temperature", "job", "status"):
-        table.add_column(col)
+    table.add_column("run")
+    table.add_column("temperature")
+    table.add_column("job", overflow="fold")
+    table.add_column("status")
     for k in ks:
         table.add_column(f"pass@{k}", justify="right")
     table.add_column("mean reward", justify="right")

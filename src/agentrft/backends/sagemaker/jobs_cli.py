@@ -80,7 +80,7 @@ def jobs_list(
     aws = _aws(cfg)
     table = Table(title=f"SageMaker AI jobs in {aws.region}")
     for col in ("name", "category", "status", "secondary", "created", "ended"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for cat in _category(category):
         for job in list_jobs(aws, cat, status=status, name_contains=name_contains, limit=limit):
             table.add_row(
