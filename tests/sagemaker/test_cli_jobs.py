@@ -142,7 +142,7 @@ def test_dataset_upload_checks_rows_then_uploads(
 
 def test_doctor_exits_non_zero_on_a_failed_check(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     s = stubbed_aws(REGION)
-    monkeypatch.setattr("agentrft.backends.sagemaker.preflight.make_aws", lambda *a, **k: s.aws)
+    monkeypatch.setattr("agentrft.backends.sagemaker.backend.make_aws", lambda *a, **k: s.aws)
     s["sts"].add_response(
         "get_caller_identity", {"Account": ACCOUNT, "Arn": "arn:aws:iam::1:user/x", "UserId": "A"}
     )

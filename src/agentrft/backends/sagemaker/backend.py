@@ -136,6 +136,29 @@ class SageMakerBackend(Backend):
         report.render(console)
         report.raise_for_failures()
 
+    def doctor(
+        self,
+        task: Task[Any] | None,
+        config: Config,
+        *,
+        purpose: str = "doctor",
+        console: Console | None = None,
+        aws: Aws | None = None,
+        **options: Any,
+    ) -> Any:
+        """Run and print the preflight (what `agentrft doctor --backend sagemaker` shows);
+        returns the `PreflightReport` (`.ok` is False when a check failed)."""
+        from agentrft.backends.sagemaker.preflight import run_preflight
+
+        if aws is None and (config.sagemaker.region or config.sagemaker.runtime_arn):
+            try:
+                aws = self._aws(config, None)
+            except SageMakerError:
+                aws = None  # the report's credentials row says what is missing
+        report = run_preflight(config, purpose=purpose, task=task, aws=aws)  # type: ignore[arg-type]
+        report.render(_console(console))
+        return report
+
     # -- training ------------------------------------------------------------------------
 
     def train(

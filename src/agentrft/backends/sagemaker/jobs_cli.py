@@ -184,7 +184,6 @@ def doctor(
 ) -> None:
     """Check the AWS account before a job: credentials, regions, roles, runtime, rows."""
     from agentrft.backends.sagemaker.aws import SageMakerError
-    from agentrft.backends.sagemaker.preflight import run_preflight
 
     if backend != "sagemaker":
         raise SageMakerError(f"doctor --backend {backend}: only sagemaker has checks")
@@ -213,16 +212,9 @@ def doctor(
         from agentrft.plugins import get_plugins
 
         the_task = get_plugins().task(cfg.task)
-    aws = None
-    if not cfg.sagemaker.region and cfg.sagemaker.runtime_arn:
-        from agentrft.backends.sagemaker.aws import make_aws, parse_arn
+    from agentrft.backends.sagemaker.backend import SageMakerBackend
 
-        try:
-            aws = make_aws(cfg.sagemaker, parse_arn(cfg.sagemaker.runtime_arn).region)
-        except SageMakerError:
-            aws = None
-    report = run_preflight(cfg, purpose=purpose, task=the_task, aws=aws)  # type: ignore[arg-type]
-    report.render(_console())
+    report = SageMakerBackend().doctor(the_task, cfg, purpose=purpose, console=_console())
     if not report.ok:
         n = len(report.failures)
         raise SageMakerError(f"{n} check{'s' if n > 1 else ''} failed; each row above says the fix")
