@@ -265,3 +265,26 @@ def test_a_run_the_schema_rejects_stops_all_runs_before_the_first_job() -> None:
             sleep=lambda _: None,
         )  # fmt: skip
     s.assert_done()  # no CreateJob at all, not even for the valid base run
+
+
+def test_a_failed_run_is_reported_and_the_next_run_still_goes() -> None:
+    s = stubbed_aws(REGION)
+    s["sagemaker"].add_response("describe_hub_content", hub_content_response())
+    s["s3"].add_response("get_object", {"Body": _empty_specs()})
+    s["sagemaker"].add_client_error("describe_job_schema_version", "AccessDeniedException", "no")
+    s["sagemaker"].add_response("create_job", {"JobArn": job_arn("e1", "AgentRFTEvaluation")})
+    s["sagemaker"].add_response(
+        "describe_job",
+        describe_job_response("e1", category="AgentRFTEvaluation", status="Failed",
+                              secondary="Failed", failure_reason="MaxRuntimeExceeded"),
+    )  # fmt: skip
+    s["sagemaker"].add_response("create_job", {"JobArn": job_arn("e2", "AgentRFTEvaluation")})
+    s["sagemaker"].add_response("describe_job", finished("e2", {"pass@1": 0.5}, 1_000, 1_000))
+    out, buf = console()
+    result = SageMakerBackend().evaluate(
+        FindNumberTask(), config(), runs=["base:1.0", "base:0.0"], console=out, aws=s.aws,
+        skip_preflight=True, sleep=lambda _: None,
+    )  # fmt: skip
+    s.assert_done()
+    assert [o.status for o in result.outcomes] == ["Failed", "Completed"]
+    assert "MaxRuntimeExceeded" in buf.getvalue() and "0.500" in buf.getvalue()

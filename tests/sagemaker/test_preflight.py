@@ -305,3 +305,26 @@ def test_config_can_turn_the_preflight_off() -> None:
             FindNumberTask(), cfg, console=Console(file=io.StringIO()), aws=s.aws
         )
     s.assert_done()
+
+
+def test_eval_purpose_reads_only_the_evaluation_rows() -> None:
+    s = stubbed_aws(REGION)
+    s["sts"].add_response(
+        "get_caller_identity", {"Account": ACCOUNT, "Arn": "arn:aws:iam::1:user/x", "UserId": "A"}
+    )
+    s["s3"].add_response("get_bucket_location", {}, {"Bucket": "agentrft-data"})
+    s["s3"].add_response(
+        "get_object",
+        {"Body": StreamingBody(io.BytesIO(ROWS), len(ROWS))},
+        {"Bucket": "agentrft-data", "Key": "eval.jsonl"},
+    )
+    cfg = config(**{"sagemaker.runtime_arn": None, "sagemaker.role_arn": None,
+                    "sagemaker.output_s3_path": None, "sagemaker.mlflow_resource_arn": None,
+                    "sagemaker.evaluation_s3_uri": "s3://agentrft-data/eval.jsonl"})  # fmt: skip
+    report = run_preflight(cfg, purpose="eval", task=FindNumberTask(), aws=s.aws)
+    s.assert_done()  # the train rows were not read
+    checks = by_name(report)
+    assert checks["evaluation rows parse as find_number"].status == "ok"
+    assert checks[f"evaluation data bucket in {REGION}"].status == "ok"
+    assert checks["runtime ARN in the job's region"].status == "fail"  # required for eval
+    assert checks[f"output path bucket in {REGION}"].status == "fail"
