@@ -23,6 +23,8 @@ from agentrft.backends.sagemaker.auth import shared_session
 #: botocore retry settings for reporting (throttling and 5xx are retried, same ClientToken).
 REPORT_RETRIES = {"mode": "standard", "max_attempts": 4}
 REPORT_TIMEOUTS = {"connect_timeout": 10, "read_timeout": 60}
+#: Connections per client: every concurrent rollout reports at about the same time.
+REPORT_POOL = 64
 
 # Messages meaning "this trajectory was already completed" (a retried invocation) [sdk].
 _ALREADY_DONE_MARKERS = ("not in valid status", "Cannot transition trajectory")
@@ -76,7 +78,12 @@ class JobRuntimeReporter:
 
                 session = boto3.Session(botocore_session=self._session_factory())
                 config = Config(
-                    **{"retries": REPORT_RETRIES, **REPORT_TIMEOUTS, **self._client_config}
+                    **{
+                        "retries": REPORT_RETRIES,
+                        "max_pool_connections": REPORT_POOL,
+                        **REPORT_TIMEOUTS,
+                        **self._client_config,
+                    }
                 )
                 found = session.client(
                     "sagemakerjobruntime", region_name=region, endpoint_url=endpoint, config=config

@@ -13,11 +13,13 @@ or a bug anywhere in here all end with the task's lowest tier.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import os
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bedrock_agentcore import BedrockAgentCoreApp
@@ -42,6 +44,8 @@ _FALLBACK_LOWEST = -1.0
 POLICY_TIMEOUT_S = 300.0
 #: Retries of 429 / 5xx / timeouts / connection errors (plus one re-sign on 401/403).
 POLICY_MAX_RETRIES = 4
+#: Threads that send CompleteRollout / UpdateReward (the service's rollout concurrency).
+REPORT_THREADS = 64
 
 
 def openai_policy_factory(
@@ -91,6 +95,9 @@ class RolloutRunner:
         self.reporter = reporter or JobRuntimeReporter()
         self.environ = environ
         self.lowest = _lowest_total(task)
+        # Reports block on the network (and on botocore's retries): their own threads, so
+        # a slow job runtime never queues behind the loop's small default executor.
+        self._report_pool = ThreadPoolExecutor(REPORT_THREADS, thread_name_prefix="job-report")
 
     async def handle(self, raw: Any) -> dict[str, Any]:
         """Play, score and report one rollout; always returns `{"reward": float}`."""
@@ -122,7 +129,7 @@ class RolloutRunner:
         if payload.can_report:
             assert payload.endpoint and payload.region and payload.job_arn
             assert payload.trajectory_id
-            outcomes = await asyncio.to_thread(
+            report = functools.partial(
                 self.reporter.report,
                 endpoint=payload.endpoint,
                 region=payload.region,
@@ -132,6 +139,8 @@ class RolloutRunner:
                 # A rollout that never reached the model has no turns to train on.
                 status="ready" if reached else "failed",
             )
+            loop = asyncio.get_running_loop()
+            outcomes = await loop.run_in_executor(self._report_pool, report)
         self._log(payload, traj, reward, outcomes, time.perf_counter() - started)
         answer: dict[str, Any] = {"reward": reward}
         if payload.diagnose:
