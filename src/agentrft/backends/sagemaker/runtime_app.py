@@ -16,7 +16,6 @@ import asyncio
 import functools
 import logging
 import math
-import os
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -287,8 +286,3 @@ def _finite_or(value: Any, fallback: float) -> float:
     except (TypeError, ValueError):
         return fallback
     return value if math.isfinite(value) else fallback
-
-
-def env_flag(name: str, environ: Mapping[str, str] | None = None) -> bool:
-    value = (environ if environ is not None else os.environ).get(name, "")
-    return value.strip().lower() in {"1", "true", "yes", "on"}
