@@ -10,8 +10,9 @@ not share the client's core, and prints, per transport:
       episodes all in flight at once: ideal = turns per episode x latency.
 
 Transports: `openai` (the openai SDK on httpx), `openai-aiohttp` (the SDK on its aiohttp
-client) and `aiohttp` (OpenAIPolicy's lean transport). The agent loop alone, with a
-`ScriptedPolicy` and no HTTP, is the ceiling. Each figure is the best and the median of
+client) and `aiohttp` (OpenAIPolicy's lean transport). Two references: the agent loop
+alone with a `ScriptedPolicy` and no HTTP (the ceiling of (a)), and raw keep-alive sockets
+with no client library and no agent loop (the floor of (b) on this machine and server). Each figure is the best and the median of
 `--repeat` runs (the machine may be shared). Prints figures only; asserts nothing.
 
     .venv/bin/python bench/rollouts.py
@@ -99,6 +100,44 @@ async def _bench_transport(fast: str, slow: str, transport: str, args: argparse.
         )
 
 
+async def _raw_floor(url: str, turns: int, episodes: int, args: argparse.Namespace) -> list[float]:
+    """(b) with no client library and no agent loop: `episodes` raw keep-alive sockets
+    each sending `turns` requests in sequence. What the machine and server allow."""
+    host, port = url.split("//", 1)[1].split("/", 1)[0].split(":")
+    body = json.dumps({"model": "counter", "messages": [{"role": "user", "content": "go"}]})
+    request = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}"
+    ).encode()
+    conns = [await asyncio.open_connection(host, int(port)) for _ in range(episodes)]
+
+    async def episode(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(turns):
+            writer.write(request)
+            head = (await reader.readuntil(b"\r\n\r\n")).lower()
+            start = head.index(b"content-length:") + 15
+            json.loads(await reader.readexactly(int(head[start : head.index(b"\r\n", start)])))
+
+    ratios = []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        await asyncio.gather(*(episode(r, w) for r, w in conns))
+        ratios.append((time.perf_counter() - t0) / (turns * args.latency_ms / 1000.0))
+    for _, w in conns:
+        w.close()
+    return ratios
+
+
+async def _bench_floor(slow: str, args: argparse.Namespace) -> None:
+    for turns in args.b_turns:
+        one = await _raw_floor(slow, turns, 1, args)
+        many = await _raw_floor(slow, turns, args.concurrency, args)
+        print(
+            f"  (b) floor, raw sockets, {turns} turns: 1 episode {_summary(one, '{:.3f}x', min)}; "
+            f"{args.concurrency} episodes {_summary(many, '{:.3f}x', min)} ideal"
+        )
+
+
 async def _bench_loop_only(args: argparse.Namespace) -> None:
     rates = await _turns_per_s(ScriptedPolicy(counter_script), args)
     print(f"agent loop alone (ScriptedPolicy, no HTTP): {_summary(rates, '{:.0f}')} turns/s")
@@ -128,6 +167,7 @@ def main() -> None:
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"bench/rollouts.py on {os.cpu_count()} CPUs (load average {load})")
         asyncio.run(_bench_loop_only(args))
+        asyncio.run(_bench_floor(slow.base_url, args))
         for transport in transports:
             print(f"transport={transport}")
             asyncio.run(_bench_transport(fast.base_url, slow.base_url, transport, args))
