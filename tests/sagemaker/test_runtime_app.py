@@ -555,3 +555,40 @@ def test_smoke_test_timeout_means_the_server_never_started(aws: None) -> None:
             proxy.close()
     assert not result.ok
     assert "never started" in "\n".join(result.lines)
+
+
+# --- any installed task -------------------------------------------------------------------------
+
+
+def _installed_tasks() -> list[str]:
+    from agentrft.plugins import get_plugins
+
+    try:
+        return list(get_plugins().task_classes())
+    except Exception:  # a broken plugin set is other tests' business
+        return []
+
+
+@pytest.mark.parametrize("name", _installed_tasks() or ["none-installed"])
+def test_any_installed_task_plays_through_the_runtime_with_its_expert(aws: None, name: str) -> None:
+    from agentrft.plugins import get_plugins
+
+    if name == "none-installed":
+        pytest.skip("no task plugins installed")
+    task = get_plugins().task(name)
+    expert = task.expert()
+    try:
+        rows = task.make_dataset("train", 1, 0)
+    except Exception:
+        rows = []
+    if expert is None or not rows:
+        pytest.skip(f"task {name!r} has no expert or no dataset")
+    with LoopbackJobRuntime(expert) as jr, serve(task) as app:
+        answer = app.invoke(with_endpoint(payload(rows[0]["prompt"]), jr.endpoint)).json()
+    assert jr.chat, "the model was asked"
+    assert [r.path for r in jr.requests][-2:] == ["/complete-rollout", "/update-reward"]
+    assert jr.completes[0].body["Status"] == "ready"
+    sent = jr.rewards[0].body["Rewards"]
+    result_total = answer["reward"]
+    assert sent == [result_total] or len(sent) == len(jr.chat)  # the total, or one per turn
+    assert result_total > task.lowest_reward().total  # the expert does better than no play
