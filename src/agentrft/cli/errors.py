@@ -100,8 +100,8 @@ def handle_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
-            raise
+        except (typer.Exit, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise  # typer.Exit is not click's Exit in typer >= 0.16: both mean "exit with code"
         except Exception as exc:
             if state.debug:
                 raise

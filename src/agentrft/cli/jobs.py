@@ -85,6 +85,23 @@ BaseModelOpt = Annotated[
 RegionOpt = Annotated[
     str | None, typer.Option(help="AWS region (sagemaker.region).", rich_help_panel=SAGEMAKER)
 ]
+JobNameOpt = Annotated[
+    str | None, typer.Option(help="Job name (sagemaker.job_name).", rich_help_panel=SAGEMAKER)
+]
+EvalUriOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="s3:// evaluation rows (sagemaker.evaluation_s3_uri).", rich_help_panel=SAGEMAKER
+    ),
+]
+SkipPreflightOpt = Annotated[
+    bool,
+    typer.Option(
+        "--skip-preflight",
+        help="Do not run the account checks first (sagemaker.preflight=false).",
+        rich_help_panel=SAGEMAKER,
+    ),
+]
 WaitOpt = Annotated[
     bool,
     typer.Option("--wait/--no-wait", help="Follow the job to the end.", rich_help_panel=SAGEMAKER),
@@ -101,7 +118,14 @@ def _sagemaker_values(**flags: Any) -> dict[str, Any]:
         "mlflow_arn": "sagemaker.mlflow_resource_arn",
         "base_model": "sagemaker.base_model",
         "region": "sagemaker.region",
+        "job_name": "sagemaker.job_name",
+        "eval_uri": "sagemaker.evaluation_s3_uri",
+        "skip_preflight": "sagemaker.preflight",
     }
+    if flags.get("skip_preflight"):
+        flags["skip_preflight"] = False  # the flag turns the check off
+    else:
+        flags.pop("skip_preflight", None)
     return {keys[k]: v for k, v in flags.items() if v is not None}
 
 
@@ -149,6 +173,8 @@ def train(
     mlflow_arn: MlflowArnOpt = None,
     base_model: BaseModelOpt = None,
     region: RegionOpt = None,
+    job_name: JobNameOpt = None,
+    skip_preflight: SkipPreflightOpt = False,
     dry_run: DryRunOpt = False,
     wait: WaitOpt = False,
 ) -> None:
@@ -168,6 +194,8 @@ def train(
             mlflow_arn=mlflow_arn,
             base_model=base_model,
             region=region,
+            job_name=job_name,
+            skip_preflight=skip_preflight,
         ),
     }
     cfg, the_task = _resolve(config, set_, values)
@@ -257,9 +285,21 @@ def eval_(
     runtime_arn: RuntimeArnOpt = None,
     role_arn: RoleArnOpt = None,
     validation_uri: ValidationUriOpt = None,
+    eval_uri: EvalUriOpt = None,
     output_path: OutputPathOpt = None,
+    mlflow_arn: MlflowArnOpt = None,
     base_model: BaseModelOpt = None,
     region: RegionOpt = None,
+    job_name: JobNameOpt = None,
+    skip_preflight: SkipPreflightOpt = False,
+    wait: Annotated[
+        bool | None,
+        typer.Option(
+            "--wait/--no-wait",
+            help="Follow each evaluation job to the end (default: wait).",
+            rich_help_panel=SAGEMAKER,
+        ),
+    ] = None,
     output_dir: Annotated[
         Path | None, typer.Option(help="Where a backend writes its eval outputs.")
     ] = None,
@@ -288,9 +328,13 @@ def eval_(
                 runtime_arn=runtime_arn,
                 role_arn=role_arn,
                 validation_uri=validation_uri,
+                eval_uri=eval_uri,
                 output_path=output_path,
+                mlflow_arn=mlflow_arn,
                 base_model=base_model,
                 region=region,
+                job_name=job_name,
+                skip_preflight=skip_preflight,
             )
         )
     if max_turns is not None:
@@ -309,6 +353,8 @@ def eval_(
             extra["model_package_arn"] = model_package_arn
         if dry_run:
             extra["dry_run"] = True
+        if wait is not None:
+            extra["wait"] = wait
         result = impl.evaluate(
             the_task,
             cfg,
