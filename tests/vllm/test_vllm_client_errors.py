@@ -86,7 +86,7 @@ class FakeVLLM:
                 elif self.path == "/v1/load_lora_adapter":
                     if not str(body["lora_path"]).startswith("/adapters/"):
                         self._send(
-                            400,
+                            404,  # what vLLM 0.32 answers for a missing path
                             {
                                 "error": {
                                     "message": f"Loading lora {body['lora_name']} failed: "
@@ -126,7 +126,7 @@ def fake():
 
 @pytest.fixture
 async def sampler(fake):
-    s = VLLMSampler(fake.url, "base", retries=2, backoff_s=0.01, stop_token_ids=[2, 3])
+    s = VLLMSampler(fake.url, "base", retries=2, backoff_s=0.01, stop_token_ids=[2, 3], tag="t")
     yield s
     await s.aclose()
 
@@ -168,14 +168,14 @@ async def test_prompt_logprobs_are_refused(sampler, fake):
 
 
 async def test_each_load_gets_a_new_server_name_and_the_old_one_is_unloaded(sampler, fake):
-    assert await sampler.load_adapter_versioned("policy", "/adapters/v1") == "policy@1"
+    assert await sampler.load_adapter_versioned("policy", "/adapters/v1") == "policy@t-1"
     await sampler.generate([1], SAMPLING, adapter="policy")
     await sampler.load_adapter("policy", "/adapters/v2")
-    assert sampler.adapters == {"policy": "policy@2"}
-    assert fake.adapters == {"policy@2"}  # policy@1 unloaded on the server
+    assert sampler.adapters == {"policy": "policy@t-2"}
+    assert fake.adapters == {"policy@t-2"}  # policy@1 unloaded on the server
     await sampler.generate([1], SAMPLING, adapter="policy")
     models = [b["model"] for b in fake.posts("/v1/completions")]
-    assert models == ["policy@1", "policy@2"]
+    assert models == ["policy@t-1", "policy@t-2"]
     assert [b["lora_path"] for b in fake.posts("/v1/load_lora_adapter")] == [
         "/adapters/v1",
         "/adapters/v2",
@@ -186,7 +186,7 @@ async def test_unload_waits_for_in_flight_requests(fake):
     # A slow completion keeps policy@1 busy while policy@2 replaces it.
     import asyncio
 
-    sampler = VLLMSampler(fake.url, "base", retries=0)
+    sampler = VLLMSampler(fake.url, "base", retries=0, tag="t")
     await sampler.load_adapter("policy", "/adapters/v1")
     started = asyncio.Event()
     real_post = sampler._post_json
@@ -200,9 +200,9 @@ async def test_unload_waits_for_in_flight_requests(fake):
     task = asyncio.create_task(sampler.generate([1], SAMPLING, adapter="policy"))
     await started.wait()
     await sampler.load_adapter("policy", "/adapters/v2")
-    assert "policy@1" in fake.adapters  # still serving the in-flight request
+    assert "policy@t-1" in fake.adapters  # still serving the in-flight request
     await task
-    assert fake.adapters == {"policy@2"}
+    assert fake.adapters == {"policy@t-2"}
     await sampler.aclose()
 
 
@@ -212,13 +212,24 @@ async def test_base_requests_go_to_the_zero_adapter_once_adapters_are_used(sampl
         await sampler.generate([1], SAMPLING)  # would mix base and adapter requests
     await sampler.load_base_adapter("/adapters/zero")
     await sampler.generate([1], SAMPLING)
-    assert fake.posts("/v1/completions")[-1]["model"] == "base@1"
+    assert fake.posts("/v1/completions")[-1]["model"] == "base@t-1"
 
 
 async def test_unknown_adapter_is_a_policy_error(sampler):
     with pytest.raises(VLLMRequestError, match="not loaded") as info:
         await sampler.generate([1], SAMPLING, adapter="nope")
     assert isinstance(info.value, PolicyError)
+
+
+async def test_default_tags_differ_and_close_unloads(fake):
+    a, b = VLLMSampler(fake.url, "base"), VLLMSampler(fake.url, "base")
+    assert a.tag != b.tag
+    await a.load_adapter("policy", "/adapters/v1")
+    await b.load_adapter("policy", "/adapters/v1")  # same logical name, no clash
+    assert len(fake.adapters) == 2
+    await a.aclose()
+    await b.aclose()
+    assert fake.adapters == set()
 
 
 async def test_unload_unknown_is_silent_and_unload_removes(sampler, fake):
@@ -233,8 +244,9 @@ async def test_bad_adapter_path_is_a_clear_error(sampler, fake):
     with pytest.raises(AdapterLoadError) as info:
         await sampler.load_adapter("policy", "/tmp/missing-adapter")
     msg = str(info.value)
-    assert "'policy'" in msg and "/tmp/missing-adapter" in msg and "400" in msg
+    assert "'policy'" in msg and "/tmp/missing-adapter" in msg and "404" in msg
     assert "No adapter found" in msg and "max-lora-rank" in msg
+    assert "--enable-lora" not in msg
     assert sampler.adapters == {}  # nothing half-registered
 
 

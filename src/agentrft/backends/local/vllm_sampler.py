@@ -12,7 +12,8 @@ design rather than by care at each call site:
    `sampling.extra`.
 3. The prefix cache outlives a weight update under the same adapter name. Every
    `load_adapter(name, path)` registers the files under a NEW server-side name
-   (`name@N`) and unloads the previous one once no request uses it.
+   (`name@TAG-N`, TAG unique to this sampler so two runs on one server never collide) and
+   unloads the previous one once no request uses it.
 4. With the server's tool parser, one call cut by `max_tokens` drops every call of the reply.
    This sampler sends raw token prompts and returns raw ids; the caller parses tool calls
    (chat_tokens.py) and sees `finish_reason == "length"` as truncation.
@@ -25,7 +26,9 @@ failure kind, so an episode records them and still ends with a reward. Adapter e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import uuid
 from typing import Any
 
 import httpx
@@ -76,6 +79,8 @@ class VLLMSampler:
         stop_token_ids: Ids that end a reply besides the model's eos (e.g.
             `ChatTokenizer.end_of_turn_ids`); the TokenSampler contract stops at them.
         api_key: Bearer token, if the server wants one (never logged).
+        tag: Part of every server-side adapter name (default: random), so samplers sharing
+            a server, or a restarted run, never reuse a name the server already holds.
     """
 
     BASE = "base"
@@ -90,12 +95,14 @@ class VLLMSampler:
         backoff_s: float = 0.5,
         stop_token_ids: list[int] | frozenset[int] | None = None,
         api_key: str | None = None,
+        tag: str | None = None,
         client: httpx.AsyncClient | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.retries = retries
         self.backoff_s = backoff_s
+        self.tag = tag if tag is not None else uuid.uuid4().hex[:6]
         self.stop_token_ids = sorted(stop_token_ids) if stop_token_ids else None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = client or httpx.AsyncClient(
@@ -277,7 +284,7 @@ class VLLMSampler:
         """`load_adapter`, returning the server-side name it used."""
         async with self._lock:
             version = self._versions.get(name, 0) + 1
-            served = f"{name}@{version}"
+            served = f"{name}@{self.tag}-{version}"
             await self._adapter_call(
                 "/v1/load_lora_adapter",
                 {"lora_name": served, "lora_path": str(path)},
@@ -327,7 +334,9 @@ class VLLMSampler:
             return
         detail = _error_detail(resp)
         hint = ""
-        if resp.status_code == 404:
+        if resp.status_code == 404 and detail == "Not Found":
+            # The route itself is missing (vLLM answers a bad adapter path with 404 too,
+            # but with its own error message).
             hint = (
                 " (is the server started with --enable-lora and "
                 "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True?)"
@@ -348,10 +357,23 @@ class VLLMSampler:
         return dict(self._served)
 
     async def aclose(self) -> None:
-        """Close the HTTP client (the server is not stopped: it is not ours)."""
+        """Unload this sampler's adapters (best effort) and close the HTTP client.
+
+        The server itself is not stopped: `VLLMServer` owns it. Safe to call twice.
+        """
         if self._closed:
             return
         self._closed = True
+        names = [*self._served.values(), *self._retired]
+        self._served.clear()
+        self._retired.clear()
+        for served in names:
+            with contextlib.suppress(httpx.HTTPError):
+                await self._client.post(
+                    self.base_url + "/v1/unload_lora_adapter",
+                    json={"lora_name": served},
+                    timeout=5.0,
+                )
         await self._client.aclose()
 
 
@@ -362,6 +384,8 @@ def _error_detail(resp: httpx.Response) -> str:
     except ValueError:
         return resp.text[:300]
     if isinstance(data, dict):
+        if "error" not in data and "detail" in data:  # FastAPI's own errors (unknown route)
+            return str(data["detail"])[:300]
         err = data.get("error", data)
         if isinstance(err, dict):
             return str(err.get("message") or err)[:300]
