@@ -34,7 +34,7 @@ from agentrft import ScriptedPolicy, run_episodes
 from agentrft.policies.openai_client import OpenAIPolicy
 from agentrft.testing import CounterTask, FakeOpenAIServer, counter_script
 
-TRANSPORTS = ["openai", "openai-aiohttp", "aiohttp"]
+TRANSPORTS = ["openai", "openai-aiohttp", "aiohttp", "raw"]
 
 
 async def _play(policy: Any, n: int, turns: int, concurrency: int) -> tuple[float, int]:

@@ -38,7 +38,7 @@ from agentrft.testing import (
 TASK = FindNumberTask()
 ROW = json.dumps({"secret": 37, "low": 1, "high": 100})
 LOWEST = TASK.lowest_reward().total
-TRANSPORTS = ["openai", "openai-aiohttp", "aiohttp"]
+TRANSPORTS = ["openai", "openai-aiohttp", "aiohttp", "raw"]
 FAST = {"backoff_base_s": 0.001, "backoff_max_s": 0.01}
 
 
