@@ -349,6 +349,14 @@ def _sdk_response_class() -> type:
     return httpx.Response
 
 
+async def _within(awaitable: Awaitable[Any], seconds: float) -> Any:
+    """`asyncio.wait_for` without its extra task on Python 3.11+ (once per request)."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, seconds)
+
+
 async def _close_quietly(client: Any) -> None:
     try:
         await client.close()
@@ -737,7 +745,7 @@ class OpenAIPolicy(Policy):
         bearer = await self._bearer()
         auth = f"Authorization: Bearer {bearer}\r\n".encode() if bearer else b""
         try:
-            status, headers, raw = await asyncio.wait_for(
+            status, headers, raw = await _within(
                 pool.post("/chat/completions", json.dumps(body).encode(), auth), self.timeout_s
             )
         except (asyncio.TimeoutError, TimeoutError):
