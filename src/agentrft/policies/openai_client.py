@@ -8,13 +8,13 @@ mapping, auth headers):
   default httpx client, with the SDK's own retries off so that ours apply.
 - ``transport="openai-aiohttp"``: the same SDK on its aiohttp HTTP client. httpcore's pool
   scans every pooled connection on each request, which dominates the SDK path at 64+
-  concurrent episodes; this avoids it (about 3x the turns per second).
+  concurrent episodes; this avoids it (1.5-3x the turns per second in bench/rollouts.py).
 - ``transport="aiohttp"``: a lean aiohttp session, no SDK. The SDK spends most of a
   request's CPU in its own layers; against a fast local server (vLLM on the same node)
   rollouts are several times faster this way. See bench/rollouts.py for figures.
 - ``transport="raw"``: `HTTP11Pool`, a minimal HTTP/1.1 keep-alive client on asyncio
-  streams (http and https, no proxies, no redirects, no compression). About half the
-  CPU per request of aiohttp, which matters when many episodes share one core.
+  streams (http and https, no proxies, no redirects, no compression). About 1.5x the
+  turns per second of aiohttp, which matters when many episodes share one core.
 
 Retries: 429, 5xx, 408, timeouts and connection errors are retried up to `max_retries`
 times with exponential backoff and jitter; a `Retry-After` (or `retry-after-ms`) header
