@@ -668,18 +668,25 @@ class OpenAIPolicy(Policy):
     def _make_sdk_client(self) -> Any:
         import openai
 
-        # Retries are ours (same semantics for both transports), so the SDK's are off.
+        http_client = None
+        if self.transport == "openai-aiohttp":
+            # The SDK's aiohttp backend skips httpcore's pool, which scans every pooled
+            # connection on each request (the SDK path's main cost at 64+ connections).
+            try:
+                http_client = openai.DefaultAioHttpClient()
+            except (AttributeError, RuntimeError) as exc:
+                raise PolicyError(
+                    "transport 'openai-aiohttp' needs an openai SDK with aiohttp support "
+                    f"(pip install 'openai[aiohttp]'), or use transport 'aiohttp': {exc}"
+                ) from None
+        # Retries are ours (same semantics for every transport), so the SDK's are off.
         return openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=self._api_key or "EMPTY",
             max_retries=0,
             timeout=self.timeout_s,
             default_headers=self.headers or None,
-            # The SDK's aiohttp backend skips httpcore's pool, which scans every pooled
-            # connection on each request (the SDK path's main cost at 64+ connections).
-            http_client=openai.DefaultAioHttpClient()
-            if self.transport == "openai-aiohttp"
-            else None,
+            http_client=http_client,
         )
 
     async def _attempt_sdk(self, body: dict[str, Any]) -> Completion:
