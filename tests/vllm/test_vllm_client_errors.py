@@ -428,3 +428,43 @@ def test_check_server_and_endpoint(fake):
         assert url == fake.url
     with pytest.raises(VLLMServerError, match="no vLLM server answers"):
         check_server(f"http://127.0.0.1:{free_port()}", timeout_s=2)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux-only")
+def test_server_dies_with_the_process_that_launched_it(tmp_path):
+    """A trainer killed with SIGKILL (no atexit, no stop()) leaves no server behind."""
+    import subprocess
+    import time
+
+    parent = tmp_path / "parent.py"
+    parent.write_text(
+        "import sys, time\n"
+        "from agentrft.backends.local.vllm_server import VLLMServer, VLLMServerConfig\n"
+        "class Sleeper(VLLMServerConfig):\n"
+        "    def command(self, python, port):\n"
+        "        return [python, '-c', 'import time; time.sleep(120)']\n"
+        f"server = VLLMServer(Sleeper(model={str(tmp_path)!r}, python=sys.executable))\n"
+        "server.launch()\n"
+        "print(server.process.pid, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(parent)], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(proc.stdout.readline())
+        assert not _gone(child)
+        proc.kill()
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while not _gone(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(child), "the server outlived the process that launched it"
+    finally:
+        proc.kill()

@@ -318,7 +318,7 @@ class VLLMSampler:
         self._retired.discard(served)
         try:
             await self._adapter_call("/v1/unload_lora_adapter", {"lora_name": served}, served, None)
-        except AdapterLoadError as exc:
+        except Exception as exc:  # never let cleanup mask a generation's result
             # A stale adapter left loaded costs a cache slot, never correctness: new requests
             # use the new name. Say so and carry on.
             log.warning("could not unload stale adapter %s: %s", served, exc)
@@ -426,8 +426,13 @@ async def open_vllm_sampler(
         if server is None:
             server = VLLMServerConfig(model=model)
         started = VLLMServer(server)
-        base_url = await asyncio.to_thread(started.start)
-        served = started.model_name
+        started.launch()  # from this thread: the server ends when it does
+        try:
+            await asyncio.to_thread(started.wait_ready)
+        except BaseException:
+            started.stop()
+            raise
+        base_url, served = started.url, started.model_name
     tmp = None if (base_adapter or work_dir) else tempfile.TemporaryDirectory(prefix="agentrft-")
     sampler = VLLMSampler(base_url, served, stop_token_ids=stop_token_ids)
     try:

@@ -61,6 +61,14 @@ def find_vllm_python(explicit: str | None = None) -> str | None:
     return None
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux for SIGTERM when the launching thread ends."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nobody listens on right now (the server binds it a moment later)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -154,6 +162,7 @@ class VLLMServer:
         self.startup_s: float | None = None
         self._log_file: Path | None = None
         self._own_log_dir: str | None = None
+        self._started_at = 0.0
 
     @property
     def url(self) -> str:
@@ -174,6 +183,22 @@ class VLLMServer:
         """Start the server and wait until it serves; return its base URL."""
         if self.process is not None:
             return self.url
+        self.launch()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self.url
+
+    def launch(self) -> None:
+        """Start the server process without waiting for it (`wait_ready()` waits).
+
+        Call it from the thread that lives as long as the server should: on Linux the
+        server gets SIGTERM when that thread ends (so a killed trainer leaves no orphan).
+        """
+        if self.process is not None:
+            return
         cfg = self.config
         python = find_vllm_python(cfg.python)
         if python is None:
@@ -194,7 +219,7 @@ class VLLMServer:
             self._own_log_dir = tempfile.mkdtemp(prefix="agentrft-vllm-")
             self._log_file = Path(self._own_log_dir) / "server.log"
         argv = cfg.command(python, self.port)
-        started = time.perf_counter()
+        self._started_at = time.perf_counter()
         with open(self._log_file, "ab") as log:
             log.write(("$ " + " ".join(argv) + "\n").encode())
             log.flush()
@@ -206,17 +231,16 @@ class VLLMServer:
                 stdin=subprocess.DEVNULL,
                 env=cfg.environment(),
                 start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         # A Python exit without stop() (an uncaught error, Ctrl-C) must not leave an orphan
         # server holding GBs of memory: its process group is its own.
         atexit.register(self.stop)
-        try:
-            self._wait_ready(cfg.startup_timeout_s)
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_s = time.perf_counter() - started
-        return self.url
+
+    def wait_ready(self) -> None:
+        """Block until the launched server serves (see `start`)."""
+        self._wait_ready(self.config.startup_timeout_s)
+        self.startup_s = time.perf_counter() - self._started_at
 
     def _wait_ready(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
