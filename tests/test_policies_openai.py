@@ -20,6 +20,7 @@ from agentrft.policies.openai_client import (
     CachedToken,
     OpenAIPolicy,
     RetryPolicy,
+    Transport,
     completion_from_openai,
     parse_retry_after,
 )
@@ -38,7 +39,7 @@ from agentrft.testing import (
 TASK = FindNumberTask()
 ROW = json.dumps({"secret": 37, "low": 1, "high": 100})
 LOWEST = TASK.lowest_reward().total
-TRANSPORTS = ["openai", "openai-aiohttp", "aiohttp", "raw"]
+TRANSPORTS: list[Transport] = ["openai", "openai-aiohttp", "aiohttp", "raw"]
 FAST = {"backoff_base_s": 0.001, "backoff_max_s": 0.01}
 
 
@@ -60,9 +61,9 @@ def transport(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-def policy(fake: FakeOpenAIServer, transport: str = "aiohttp", **kw: Any) -> OpenAIPolicy:
+def policy(fake: FakeOpenAIServer, transport: Transport = "aiohttp", **kw: Any) -> OpenAIPolicy:
     options = {"max_retries": 2, "timeout_s": 5.0, **FAST, **kw}
-    return OpenAIPolicy("fake-model", fake.base_url, transport=transport, **options)  # type: ignore[arg-type]
+    return OpenAIPolicy("fake-model", fake.base_url, transport=transport, **options)
 
 
 async def play(p: OpenAIPolicy, **kw: Any) -> Any:
@@ -75,7 +76,7 @@ async def play(p: OpenAIPolicy, **kw: Any) -> Any:
 # --- whole episodes ----------------------------------------------------------------------
 
 
-async def test_expert_episode_over_http(fake: FakeOpenAIServer, transport: str) -> None:
+async def test_expert_episode_over_http(fake: FakeOpenAIServer, transport: Transport) -> None:
     traj = await play(policy(fake, transport, headers={"X-Amzn-SageMaker-Test": "yes"}))
     assert traj.solved and traj.stop_reason == "done" and traj.failures == []
     requests = fake.chat_requests
@@ -98,7 +99,7 @@ async def test_expert_episode_over_http(fake: FakeOpenAIServer, transport: str) 
 
 
 async def test_sampling_parameters_and_extras_are_sent(
-    fake: FakeOpenAIServer, transport: str
+    fake: FakeOpenAIServer, transport: Transport
 ) -> None:
     sampling = Sampling(
         temperature=0.7,
@@ -125,7 +126,7 @@ async def test_max_completion_tokens_replaces_max_tokens(fake: FakeOpenAIServer)
 
 
 async def test_token_ids_logprobs_and_reasoning_come_back(
-    fake: FakeOpenAIServer, transport: str
+    fake: FakeOpenAIServer, transport: Transport
 ) -> None:
     msg = Message(role="assistant", tool_calls=[call("guess", {"number": 37})], reasoning="mid")
     fake.script = lambda messages, tools: Completion(
@@ -155,7 +156,12 @@ async def test_token_ids_logprobs_and_reasoning_come_back(
     ],
 )
 async def test_server_faults_end_the_episode_with_a_reward(
-    fake: FakeOpenAIServer, transport: str, reply: Any, kind: str, status: int | None, requests: int
+    fake: FakeOpenAIServer,
+    transport: Transport,
+    reply: Any,
+    kind: str,
+    status: int | None,
+    requests: int,
 ) -> None:
     fake.script = lambda messages, tools: reply
     traj = await play(policy(fake, transport))
@@ -167,7 +173,9 @@ async def test_server_faults_end_the_episode_with_a_reward(
         assert f"HTTP {status}" in traj.failures[0].detail
 
 
-async def test_timeout_is_retried_then_reported(fake: FakeOpenAIServer, transport: str) -> None:
+async def test_timeout_is_retried_then_reported(
+    fake: FakeOpenAIServer, transport: Transport
+) -> None:
     fake.script = lambda messages, tools: slow(2.0, call("guess", {"number": 37}))
     t0 = time.perf_counter()
     traj = await play(policy(fake, transport, timeout_s=0.15, max_retries=1))
@@ -188,7 +196,7 @@ async def test_timeout_is_retried_then_reported(fake: FakeOpenAIServer, transpor
     ],
 )
 async def test_model_faults_over_http(
-    fake: FakeOpenAIServer, transport: str, first: Any, kind: str
+    fake: FakeOpenAIServer, transport: Transport, first: Any, kind: str
 ) -> None:
     fake.script = sequence(first, then=find_number_expert)
     traj = await play(policy(fake, transport))
@@ -197,7 +205,9 @@ async def test_model_faults_over_http(
 
 
 @pytest.mark.parametrize("reply", ["", None])
-async def test_empty_reply_over_http(fake: FakeOpenAIServer, transport: str, reply: Any) -> None:
+async def test_empty_reply_over_http(
+    fake: FakeOpenAIServer, transport: Transport, reply: Any
+) -> None:
     fake.script = lambda messages, tools: reply
     traj = await play(policy(fake, transport))
     assert traj.failure_kinds == ["empty_reply"] and traj.stop_reason == "empty_reply"
@@ -210,11 +220,11 @@ async def test_plain_text_without_a_call_over_http(fake: FakeOpenAIServer) -> No
     assert traj.failure_kinds == ["no_tool_call"]
 
 
-async def test_connection_refused_is_a_policy_error(transport: str) -> None:
+async def test_connection_refused_is_a_policy_error(transport: Transport) -> None:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    p = OpenAIPolicy("m", f"http://127.0.0.1:{port}/v1", transport=transport, max_retries=1, **FAST)  # type: ignore[arg-type]
+    p = OpenAIPolicy("m", f"http://127.0.0.1:{port}/v1", transport=transport, max_retries=1, **FAST)
     traj = await play(p)
     assert traj.stop_reason == "policy_error"
     assert "connection to POST" in traj.failures[0].detail
@@ -224,7 +234,7 @@ async def test_connection_refused_is_a_policy_error(transport: str) -> None:
 # --- retries -----------------------------------------------------------------------------
 
 
-async def test_429_then_success(fake: FakeOpenAIServer, transport: str) -> None:
+async def test_429_then_success(fake: FakeOpenAIServer, transport: Transport) -> None:
     fake.script = sequence(rate_limited(0.001), http_error(502), then=find_number_expert)
     traj = await play(policy(fake, transport))
     assert traj.solved and traj.failures == []
@@ -296,7 +306,9 @@ def test_parse_retry_after_forms() -> None:
 # --- auth and secrets --------------------------------------------------------------------
 
 
-async def test_token_provider_refreshes_once_on_401(fake: FakeOpenAIServer, transport: str) -> None:
+async def test_token_provider_refreshes_once_on_401(
+    fake: FakeOpenAIServer, transport: Transport
+) -> None:
     fetched: list[str] = []
 
     async def fetch() -> str:
@@ -305,7 +317,7 @@ async def test_token_provider_refreshes_once_on_401(fake: FakeOpenAIServer, tran
 
     tokens = CachedToken(fetch, ttl_s=3600)
     fake.script = sequence(http_error(401, "expired token"), then=find_number_expert)
-    p = OpenAIPolicy("m", fake.base_url, token_provider=tokens, transport=transport, **FAST)  # type: ignore[arg-type]
+    p = OpenAIPolicy("m", fake.base_url, token_provider=tokens, transport=transport, **FAST)
     traj = await play(p)
     assert traj.solved and traj.failures == []
     auth = [r.headers["authorization"] for r in fake.chat_requests]
@@ -315,7 +327,7 @@ async def test_token_provider_refreshes_once_on_401(fake: FakeOpenAIServer, tran
 
 
 async def test_persistent_403_fails_after_one_refresh_without_leaking_the_token(
-    fake: FakeOpenAIServer, transport: str
+    fake: FakeOpenAIServer, transport: Transport
 ) -> None:
     calls = 0
 
@@ -326,7 +338,7 @@ async def test_persistent_403_fails_after_one_refresh_without_leaking_the_token(
 
     # A server that (badly) echoes the credential back in its error message.
     fake.script = lambda messages, tools: http_error(403, "token bearer-secret-value-0042 denied")
-    p = OpenAIPolicy("m", fake.base_url, token_provider=provider, transport=transport, **FAST)  # type: ignore[arg-type]
+    p = OpenAIPolicy("m", fake.base_url, token_provider=provider, transport=transport, **FAST)
     traj = await play(p)
     assert traj.stop_reason == "http_error"
     detail = traj.failures[0].detail
@@ -335,10 +347,12 @@ async def test_persistent_403_fails_after_one_refresh_without_leaking_the_token(
     assert len(fake.chat_requests) == 2 and calls == 2
 
 
-async def test_api_key_is_sent_but_never_shown(fake: FakeOpenAIServer, transport: str) -> None:
+async def test_api_key_is_sent_but_never_shown(
+    fake: FakeOpenAIServer, transport: Transport
+) -> None:
     key = "sk-test-very-secret-key-123"
     fake.script = lambda messages, tools: http_error(401, f"Incorrect API key provided: {key}")
-    p = OpenAIPolicy("m", fake.base_url, api_key=key, transport=transport, **FAST)  # type: ignore[arg-type]
+    p = OpenAIPolicy("m", fake.base_url, api_key=key, transport=transport, **FAST)
     with pytest.raises(PolicyError) as info:
         await p.complete([Message(role="user", content="hi")], [], Sampling())
     await p.aclose()
@@ -399,7 +413,7 @@ async def test_cached_token_caches_and_invalidates() -> None:
 
 # The first loop's pooled sockets die with that loop; GC reports them (harmless here).
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-def test_one_policy_across_event_loops(fake: FakeOpenAIServer, transport: str) -> None:
+def test_one_policy_across_event_loops(fake: FakeOpenAIServer, transport: Transport) -> None:
     p = policy(fake, transport)
     first = asyncio.run(run_episode(TASK, ROW, p))
     second = asyncio.run(run_episode(TASK, ROW, p))  # the pool is rebuilt for the new loop
@@ -407,7 +421,7 @@ def test_one_policy_across_event_loops(fake: FakeOpenAIServer, transport: str) -
     assert first.solved and second.solved
 
 
-async def test_aclose_twice_and_reuse(fake: FakeOpenAIServer, transport: str) -> None:
+async def test_aclose_twice_and_reuse(fake: FakeOpenAIServer, transport: Transport) -> None:
     p = policy(fake, transport)
     await p.complete(TASK.initial_messages(TASK.parse(ROW)), [], Sampling())
     await p.aclose()
@@ -417,9 +431,9 @@ async def test_aclose_twice_and_reuse(fake: FakeOpenAIServer, transport: str) ->
     assert completion.message.tool_calls
 
 
-async def test_one_connection_pool_reused_across_episodes(transport: str) -> None:
+async def test_one_connection_pool_reused_across_episodes(transport: Transport) -> None:
     with FakeOpenAIServer(find_number_expert) as server:
-        p = OpenAIPolicy("m", server.base_url, transport=transport)  # type: ignore[arg-type]
+        p = OpenAIPolicy("m", server.base_url, transport=transport)
         for _ in range(5):  # sequential episodes: one keep-alive connection serves them all
             assert (await run_episode(TASK, ROW, p)).solved
         await p.aclose()

@@ -294,14 +294,12 @@ def _logprobs(block: Any) -> tuple[list[float] | None, list[int] | None]:
         return None, None
     entries = block["content"]
     logprobs = [float(e.get("logprob", 0.0)) for e in entries]
-    ids: list[int] | None = []
+    ids: list[int] = []
     for e in entries:
         tok = e.get("token")
-        if isinstance(tok, str) and tok.startswith("token_id:"):
-            ids.append(int(tok[9:]))  # type: ignore[union-attr]
-        else:
-            ids = None
-            break
+        if not (isinstance(tok, str) and tok.startswith("token_id:")):
+            return logprobs, None
+        ids.append(int(tok[9:]))
     return logprobs, ids or None
 
 
