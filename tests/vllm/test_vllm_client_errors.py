@@ -11,6 +11,7 @@ import json
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,7 +37,7 @@ from agentrft.policy import PolicyError, Sampling
 class FakeVLLM:
     """A tiny threaded HTTP server on 127.0.0.1 imitating vLLM's replies."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.adapters: set[str] = set()
         # path -> list of (status, body) to answer with, consumed in order (then 200 as usual)
@@ -112,7 +113,7 @@ class FakeVLLM:
                 else:
                     self._send(404, {"detail": "Not Found"})
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
 
@@ -226,6 +227,30 @@ async def test_open_vllm_sampler_on_a_url_sends_base_requests_to_the_zero_adapte
         await s.generate([1], SAMPLING)
     assert fake.posts("/v1/completions")[0]["model"] == f"base@{s.tag}-1"
     assert fake.adapters == set()  # unloaded on exit
+
+
+async def test_open_vllm_sampler_starts_and_stops_a_server(tmp_path):
+    """The start branch: launch, wait for /health, load the base adapter, stop on exit.
+    The 'server' is this module's fake run as a subprocess in place of vLLM."""
+    here = Path(__file__).parent
+
+    class FakeServerConfig(VLLMServerConfig):
+        def command(self, python: str, port: int) -> list[str]:
+            code = (
+                f"import sys; sys.path.insert(0, {str(here)!r}); "
+                "from test_vllm_client_errors import FakeVLLM; "
+                f"FakeVLLM({port}).server.serve_forever(0.02)"
+            )
+            return [python, "-c", code]
+
+    config = FakeServerConfig(model=str(tmp_path), python=sys.executable, startup_timeout_s=60)
+    async with open_vllm_sampler(str(tmp_path), server=config, base_adapter="/adapters/z") as s:
+        gen = await s.generate([1, 2], SAMPLING)
+        assert gen.token_ids == [7, 8, 9]
+        assert s.adapters == {"base": f"base@{s.tag}-1"}
+        url = s.base_url
+    with pytest.raises(VLLMServerError):
+        check_server(url, timeout_s=2)  # stopped
 
 
 async def test_unknown_adapter_is_a_policy_error(sampler):
