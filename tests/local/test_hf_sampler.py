@@ -43,6 +43,32 @@ async def test_batched_equals_alone_with_seeds(sampler):
         assert all(lp <= 0 for lp in g.logprobs)
 
 
+async def test_shared_head_is_prefilled_once_and_changes_nothing(sampler):
+    head = _prompt(sampler, "a long shared system prompt with tools and the first user turn " * 3)
+    tails = [_prompt(sampler, t) for t in (" one", " and a longer second tail", " three!")]
+    sampling = [Sampling(max_tokens=10, seed=s, temperature=0.9) for s in (4, 5, 6)]
+    calls: list[tuple[int, ...]] = []
+    forward = sampler.model.forward
+
+    def spy(*args, **kwargs):
+        calls.append(tuple(kwargs["input_ids"].shape))
+        return forward(*args, **kwargs)
+
+    sampler.model.forward = spy
+    try:
+        together = await asyncio.gather(
+            *(sampler.generate(head + t, s) for t, s in zip(tails, sampling, strict=True))
+        )
+    finally:
+        del sampler.model.forward
+    assert calls[0] == (1, len(head))  # the head once, for all rows
+    assert calls[1][0] == 3 and calls[1][1] < len(head)  # then only the tails
+    for t, s, g in zip(tails, sampling, together, strict=True):
+        alone = await sampler.generate(head + t, s)
+        assert alone.token_ids == g.token_ids
+        assert alone.logprobs == pytest.approx(g.logprobs, abs=1e-4)
+
+
 async def test_logprobs_match_a_plain_forward(sampler):
     import torch
 

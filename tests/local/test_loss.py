@@ -200,3 +200,35 @@ def test_unscaled_advantages_are_centred_rewards():
 def test_group_size_must_divide_the_rewards():
     with pytest.raises(ValueError, match="do not split into groups of 3"):
         compute_advantages([1.0, 2.0, 3.0, 4.0], 3)
+
+
+def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
+    from agentrft.backends.local.engine import make_trainer
+    from agentrft.backends.local.trainer import TrainSequence, sequence_logprobs
+    from agentrft.config import Config
+
+    trainer = make_trainer(Config(lora_rank=4, lora_alpha=8), tiny_156k, max_completion_length=8)
+    with torch.no_grad():  # a non-zero LoRA, so its gradients are non-trivial
+        for name, p in trainer.model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.05)
+    head = list(range(10, 40))  # 30 shared tokens, one of them trained
+    batch = [
+        TrainSequence(head + [5, 6, 7, 8], [0] * 20 + [1] + [0] * 9 + [1, 1, 0, 1]),
+        TrainSequence(head + [9, 3], [0] * 20 + [1] + [0] * 9 + [1, 1]),
+        TrainSequence(head + [4, 4, 4, 4, 4, 4], [0] * 20 + [1] + [0] * 9 + [0, 1, 1, 1, 1, 1]),
+    ]
+    results = []
+    for share in (True, False):
+        trainer.model.zero_grad()
+        logp, mask = sequence_logprobs(trainer.model, batch, 0.8, 0, share_prefix=share)
+        (logp * mask * torch.arange(1, mask.shape[1] + 1)).sum().backward()
+        grads = {
+            n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.grad is not None
+        }
+        results.append((logp.detach(), grads))
+    (lp_a, g_a), (lp_b, g_b) = results
+    torch.testing.assert_close(lp_a, lp_b, rtol=1e-4, atol=1e-5)
+    assert g_a.keys() == g_b.keys() and g_a
+    for name in g_a:
+        torch.testing.assert_close(g_a[name], g_b[name], rtol=1e-3, atol=1e-6)

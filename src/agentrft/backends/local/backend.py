@@ -56,12 +56,20 @@ class LocalBackend(Backend):
     ) -> TrainResult:
         """Train `task`; `resume` is a run directory to continue from its last checkpoint.
 
-        Options: `on_step(step, metrics)` is called after each step (and checkpoint).
+        Options: `on_step(step, metrics)` is called after each step (and checkpoint);
+        `dry_run=True` resolves the model, sampler and CPU preset and returns them without
+        training; `wait` is accepted for CLI symmetry (a local run always runs to the end).
         """
         self.check_available()
+        options.pop("wait", None)
+        if options.pop("dry_run", False):
+            return plan(task, config)
+        on_step = options.pop("on_step", None)
+        if options:
+            raise TypeError(f"unknown option(s) for the local backend: {', '.join(options)}")
         return asyncio.run(
             train_async(
-                task, config, resume=resume, reward_fn=reward_fn, console=console, **options
+                task, config, resume=resume, reward_fn=reward_fn, console=console, on_step=on_step
             )
         )
 
@@ -92,6 +100,35 @@ class LocalBackend(Backend):
                 **options,
             )
         )
+
+
+def plan(task: Task[Any], config: Config) -> dict[str, Any]:
+    """What `train` would run, without loading a model (for `--dry-run`)."""
+    from agentrft.backends.local.engine import (
+        apply_cpu_preset,
+        cuda_available,
+        resolve_inference,
+        uses_tiny_model,
+    )
+
+    tiny = uses_tiny_model(config)
+    config = apply_cpu_preset(config, has_expert=task.expert() is not None)
+    device = "cuda" if config.local.device == "auto" and cuda_available() else config.local.device
+    device = "cpu" if device == "auto" else device
+    return {
+        "task": task.name,
+        "model": config.local.model or f"built-in tiny model ({config.local.tiny_model})",
+        "cpu_preset": tiny,
+        "device": device,
+        "inference": resolve_inference(config, device),
+        "global_batch_size": config.global_batch_size,
+        "group_size": config.group_size,
+        "max_steps": config.max_steps,
+        "sampling_max_tokens": config.sampling_max_tokens,
+        "learning_rate": config.learning_rate,
+        "sft_warmup_steps": config.local.sft_warmup_steps,
+        "run_dir": config.local.run_dir,
+    }
 
 
 # -- shared helpers -------------------------------------------------------------------------
@@ -390,8 +427,4 @@ async def evaluate_async(
         await engine.aclose()
     if output_dir:
         _save_eval(Path(output_dir), "eval", reports, trajs)
-    if console is not None:
-        from agentrft.evaluation import reports_table
-
-        console.print(reports_table(reports))
-    return reports
+    return reports  # the caller (the CLI) renders them

@@ -24,18 +24,25 @@ log = logging.getLogger(__name__)
 #: Applied when the tiny model runs on CPU, to top-level fields the user did not set: small
 #: enough that `agentrft train --task wordle --backend local` ends in minutes on 2 cores.
 CPU_PRESET: dict[str, Any] = {
-    "global_batch_size": 8,
+    "global_batch_size": 4,
     "group_size": 8,
-    "max_steps": 30,
-    "sampling_max_tokens": 48,
+    "max_steps": 20,
+    "sampling_max_tokens": 40,
     "learning_rate": 2e-3,
     "lora_rank": 16,
     "lora_alpha": 32,
     "val_every": 0,
 }
-#: Same idea for the `local` and `eval` sections.
-CPU_PRESET_LOCAL: dict[str, Any] = {"sft_warmup_steps": 40, "micro_batch_size": 16}
+#: Same idea for the `local`, `eval` and `limits` sections.
+CPU_PRESET_LOCAL: dict[str, Any] = {
+    "sft_warmup_steps": 40,
+    "sft_learning_rate": 3e-3,
+    "micro_batch_size": 16,
+}
 CPU_PRESET_EVAL: dict[str, Any] = {"n": 32}
+#: Each turn re-reads the whole game; six turns bound a CPU episode (a Wordle game is six
+#: guesses, and a malformed call then costs a turn).
+CPU_PRESET_LIMITS: dict[str, Any] = {"max_turns": 6}
 
 
 def cuda_available() -> bool:
@@ -64,13 +71,15 @@ def apply_cpu_preset(config: Config, *, has_expert: bool = True) -> Config:
         if k not in config.local.model_fields_set and (has_expert or k != "sft_warmup_steps")
     }
     ev = {k: v for k, v in CPU_PRESET_EVAL.items() if k not in config.eval.model_fields_set}
-    if not (top or loc or ev):
+    lim = {k: v for k, v in CPU_PRESET_LIMITS.items() if k not in config.limits.model_fields_set}
+    if not (top or loc or ev or lim):
         return config
     return config.model_copy(
         update={
             **top,
             "local": config.local.model_copy(update=loc),
             "eval": config.eval.model_copy(update=ev),
+            "limits": config.limits.model_copy(update=lim),
         }
     )
 

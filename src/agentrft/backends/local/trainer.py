@@ -61,8 +61,20 @@ def load_model_and_tokenizer(path: str, *, device: str = "auto", dtype: str = "a
     return model.to(device), tokenizer
 
 
-def sequence_logprobs(model: Any, batch: list[TrainSequence], temperature: float, pad_id: int):
-    """Logprob of each next token, (B, T-1), for right-padded `batch`; and the (B, T-1) mask."""
+def sequence_logprobs(
+    model: Any,
+    batch: list[TrainSequence],
+    temperature: float,
+    pad_id: int,
+    *,
+    share_prefix: bool = True,
+):
+    """Logprob of each next token, (B, T-1), for right-padded `batch`; and the (B, T-1) mask.
+
+    Positions outside the mask get logprob 0 (they are never trained). With `share_prefix`,
+    a head of tokens common to every sequence (the system prompt, the tools, the first user
+    turn: most of a short multi-turn episode) runs through the model once, with gradients.
+    """
     import torch
 
     device = next(model.parameters()).device
@@ -76,14 +88,82 @@ def sequence_logprobs(model: Any, batch: list[TrainSequence], temperature: float
         attn[i, :n] = 1
         mask[i, :n] = torch.tensor(s.mask, dtype=torch.float32)
     ids, attn, mask = ids.to(device), attn.to(device), mask.to(device)
-    logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1, :].float()
+    targets = ids[:, 1:]
+    shifted = mask[:, 1:]
+    logp = torch.zeros(targets.shape, dtype=torch.float32, device=device)
+    heads = _decoder_and_head(model)
+    if heads is None:  # an architecture without the usual `.model` / `.lm_head` split
+        logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1, :].float()
+        sel = torch.ones_like(shifted, dtype=torch.bool)
+    else:
+        # Project to the vocabulary only where a token is trained: prompts and tool replies
+        # are most of a multi-turn sequence, and the (tokens x vocab) logits its biggest tensor.
+        decoder, head = heads
+        shared = _shared_head_len(batch) if share_prefix else 0
+        if shared:
+            hidden = _hidden_with_shared_head(decoder, ids, attn, shared)
+        else:
+            hidden = decoder(input_ids=ids, attention_mask=attn).last_hidden_state[:, :-1, :]
+        sel = shifted > 0
+        logits = head(hidden[sel]).float()
     if temperature > 0:
         logits = logits / temperature
-    targets = ids[:, 1:]
-    # log_softmax via logsumexp keeps one (B, T, V) tensor alive instead of two.
-    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    logp = picked - torch.logsumexp(logits, dim=-1)
-    return logp, mask[:, 1:]
+    picked = logits.gather(-1, targets[sel].unsqueeze(-1)).squeeze(-1)
+    logp[sel] = picked - torch.logsumexp(logits, dim=-1)
+    return logp, shifted
+
+
+#: Shared heads shorter than this are not worth a separate forward pass.
+MIN_SHARED_HEAD = 16
+
+
+def _shared_head_len(batch: list[TrainSequence]) -> int:
+    if len(batch) < 2:
+        return 0
+    first = batch[0].token_ids
+    limit = min(len(s.token_ids) for s in batch) - 1
+    n = 0
+    while n < limit and all(s.token_ids[n] == first[n] for s in batch):
+        n += 1
+    return n if n >= MIN_SHARED_HEAD else 0
+
+
+def _hidden_with_shared_head(decoder: Any, ids: Any, attn: Any, shared: int) -> Any:
+    """Hidden states predicting tokens 1..T-1 (B, T-1, H), the head computed once."""
+    import inspect
+
+    import torch
+    from transformers import DynamicCache
+
+    params = inspect.signature(decoder.forward).parameters
+    cache_kw = "cache" if "cache" in params else "past_key_values"
+    b, t = ids.shape
+    cache = DynamicCache()
+    head = decoder(
+        input_ids=ids[:1, :shared],
+        position_ids=torch.arange(shared, device=ids.device)[None],
+        use_cache=True,
+        **{cache_kw: cache},
+    ).last_hidden_state
+    cache.batch_repeat_interleave(b)  # differentiable: the rows' gradients add up in the head
+    tail = decoder(
+        input_ids=ids[:, shared:],
+        attention_mask=attn,
+        position_ids=torch.arange(shared, t, device=ids.device)[None].expand(b, -1),
+        use_cache=True,
+        **{cache_kw: cache},
+    ).last_hidden_state
+    return torch.cat([head.expand(b, -1, -1), tail[:, :-1]], dim=1)
+
+
+def _decoder_and_head(model: Any) -> tuple[Any, Any] | None:
+    """(transformer body, lm_head) of a causal LM, looking through a PEFT wrapper."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    decoder = getattr(base, "model", None)
+    head = getattr(base, "lm_head", None)
+    if decoder is None or head is None or getattr(base.config, "final_logit_softcapping", None):
+        return None
+    return decoder, head
 
 
 class LoRATrainer:
