@@ -82,3 +82,52 @@ async def test_tool_episodes_train_on_sampled_ids_and_sync_changes_logprobs(tmp_
         assert again.logprobs == after.logprobs
     finally:
         await engine.aclose()
+
+
+async def test_wordle_plugin_episodes_after_expert_warmup(tmp_path, tiny_1m):
+    pytest.importorskip("agentrft_wordle")
+    from agentrft.plugins import get_plugins
+
+    task = get_plugins().task("wordle")
+    config = tiny_config(
+        tmp_path,
+        global_batch_size=2,
+        group_size=4,
+        sampling_max_tokens=40,
+        learning_rate=2e-3,
+        **{"limits.max_turns": 4},
+    )
+    engine = make_engine(config)
+    try:
+        limits = episode_limits(task, config)
+        rows = [r["prompt"] for r in task.make_dataset("train", 16, 0)]
+        trainer = make_trainer(config, engine.model_path, max_completion_length=40 * 4)
+        run = RunDir.create(config, task.name)
+        loop = GRPOLoop(
+            task, config, engine, trainer, run, train_prompts=rows, limits=limits,
+            sampling=train_sampling(config),
+        )  # fmt: skip
+        await sft_warmup(
+            task, trainer, engine.chat, rows, steps=30, batch_size=4, learning_rate=3e-3,
+            limits=limits,
+        )  # fmt: skip
+        await loop.sync(0)
+        metrics = await loop.train_step()
+        trajs = list(read_trajectories(run.path / "trajectories.jsonl"))
+        guesses = [c for t in trajs for turn in t.turns for c in (turn.assistant.tool_calls or [])]
+        assert any(c.name == "guess_word" for c in guesses)  # the format was learned
+        assert metrics["reward_mean"] > -1.5  # some episode played a guess
+        for t in trajs:
+            for seq in trajectory_sequences(t, 0.0):
+                trained = [i for i, m in zip(seq.token_ids, seq.mask, strict=True) if m]
+                assert trained == [i for turn in t.turns for i in turn.completion_token_ids]
+                text = engine.chat.decode(trained)
+                assert "Current Knowledge" not in text  # tool replies are never trained
+        assert metrics["sampler_logprob_abs_diff"] < 1e-3
+        # The policy never saw the hidden answer before the game ended.
+        for t in trajs:
+            answer = task.parse(t.prompt).answer
+            first = engine.chat.decode(t.turns[0].prompt_token_ids).lower()
+            assert answer not in first.split()
+    finally:
+        await engine.aclose()

@@ -214,9 +214,9 @@ def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
                 p.normal_(0, 0.05)
     head = list(range(10, 40))  # 30 shared tokens, one of them trained
     batch = [
-        TrainSequence(head + [5, 6, 7, 8], [0] * 20 + [1] + [0] * 9 + [1, 1, 0, 1]),
-        TrainSequence(head + [9, 3], [0] * 20 + [1] + [0] * 9 + [1, 1]),
-        TrainSequence(head + [4, 4, 4, 4, 4, 4], [0] * 20 + [1] + [0] * 9 + [0, 1, 1, 1, 1, 1]),
+        TrainSequence([*head, 5, 6, 7, 8], [0] * 20 + [1] + [0] * 9 + [1, 1, 0, 1]),
+        TrainSequence([*head, 9, 3], [0] * 20 + [1] + [0] * 9 + [1, 1]),
+        TrainSequence([*head, 4, 4, 4, 4, 4, 4], [0] * 20 + [1] + [0] * 9 + [0, 1, 1, 1, 1, 1]),
     ]
     results = []
     for share in (True, False):

@@ -159,6 +159,7 @@ class GRPOLoop:
             reward_fn=self.reward_fn,
             concurrency=max(cfg.rollout_max_concurrency, len(prompts)),
             metadata=meta,
+            on_episode=self._episode_finished if self.hooks is not None else None,
         )
         rollout_s = time.perf_counter() - t0
 
@@ -184,6 +185,12 @@ class GRPOLoop:
         metrics.update(train_s=train_s, sync_s=sync_s, step_s=time.perf_counter() - t0)
         append_trajectories(trajs, self.run.path / "trajectories.jsonl")
         return metrics
+
+    def _episode_finished(self, trajectory: Trajectory) -> None:
+        try:
+            self.hooks.agentrft_episode_finished(trajectory=trajectory)
+        except Exception as exc:  # a logging plugin must not end training
+            log.warning("agentrft_episode_finished hook failed: %s", exc)
 
     def _metrics(
         self, trajs: list[Trajectory], rewards: list[float], zero_var: float, rollout_s: float
