@@ -119,3 +119,26 @@ async def test_adapters_by_name_change_logprobs(sampler, tiny_156k, tmp_path):
     with pytest.raises(SamplerError, match="not a PEFT adapter directory"):
         await sampler.load_adapter("bad", str(tmp_path))
     await sampler.unload_adapter("zero")
+
+
+def test_fast_lora_merge_matches_peft(tiny_156k, tmp_path):
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from agentrft.backends.local.hf_sampler import _merge_lora_fast
+    from agentrft.backends.local.vllm_adapters import make_adapter
+
+    adapter = make_adapter(tiny_156k, tmp_path / "a", rank=4, alpha=16, random_b_std=0.1)
+    base = AutoModelForCausalLM.from_pretrained(tiny_156k)
+    merged = _merge_lora_fast(base, str(adapter))
+    assert merged is not None
+    ids = torch.tensor([[5, 17, 99, 200, 3, 42]])
+    with torch.no_grad():
+        peft_logits = PeftModel.from_pretrained(
+            AutoModelForCausalLM.from_pretrained(tiny_156k), str(adapter)
+        )(input_ids=ids).logits
+        fast = merged(input_ids=ids).logits
+        plain = base(input_ids=ids).logits  # the base itself is untouched
+    torch.testing.assert_close(fast, peft_logits, rtol=1e-4, atol=1e-5)
+    assert not torch.allclose(plain, fast, atol=1e-3)
