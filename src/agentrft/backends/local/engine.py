@@ -28,7 +28,7 @@ CPU_PRESET: dict[str, Any] = {
     "group_size": 8,
     "max_steps": 20,
     "sampling_max_tokens": 40,
-    "learning_rate": 2e-3,
+    "learning_rate": 1e-3,
     "lora_rank": 16,
     "lora_alpha": 32,
     "val_every": 0,
