@@ -396,12 +396,14 @@ async def evaluate_async(
     prompts: list[str] | None = None,
     label: str | None = None,
 ) -> list[EvalReport]:
-    from agentrft.backends.local.engine import make_engine
+    from agentrft.backends.local.engine import apply_cpu_preset, make_engine
 
     if model:
         config = config.model_copy(
             update={"local": config.local.model_copy(update={"model": model})}
         )
+    # The tiny model on CPU: the same eval size and turn limit as `train`'s before/after.
+    config = apply_cpu_preset(config, has_expert=False)
     adapter = adapter or config.local.adapter
     if adapter and not (Path(adapter) / "adapter_config.json").is_file():
         raise FileNotFoundError(
