@@ -24,12 +24,13 @@ def test_registered_as_the_local_backend_plugin():
 
 def test_train_logs_to_mlflow_and_prints_before_after(tmp_path):
     out = io.StringIO()
-    console = Console(file=out, width=200)
+    console = Console(file=out, width=200, force_terminal=True)  # the rich Live view
     config = tiny_config(
         tmp_path,
         global_batch_size=2,
         group_size=4,
         max_steps=2,
+        val_every=2,
         sampling_max_tokens=12,
         **{
             "local.tracking": "mlflow",
@@ -44,6 +45,8 @@ def test_train_logs_to_mlflow_and_prints_before_after(tmp_path):
     result = LocalBackend().train(CountA(), config, console=console)
     text = out.getvalue()
     assert "before" in text and "after" in text and "solve rate" in text
+    assert "validation after step 2" in text and "GRPO · count_a · step 2/2" in text
+    assert "val_solve_rate" in result.history[1] and "val_solve_rate" not in result.history[0]
     run = result.run_dir
     assert (run / "config.yaml").is_file() and (
         run / "final_adapter" / "adapter_config.json"
@@ -58,6 +61,7 @@ def test_train_logs_to_mlflow_and_prints_before_after(tmp_path):
     client = MlflowClient(info["mlflow_tracking_uri"])
     history = client.get_metric_history(info["mlflow_run_id"], "reward_mean")
     assert [m.step for m in history] == [1, 2]
+    assert len(client.get_metric_history(info["mlflow_run_id"], "val_reward_mean")) == 1
     assert history[0].value == pytest.approx(result.history[0]["reward_mean"])
     params = client.get_run(info["mlflow_run_id"]).data.params
     assert params["group_size"] == "4" and params["local.tiny_model"] == "156k"

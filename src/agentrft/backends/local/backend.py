@@ -295,6 +295,29 @@ async def train_async(
             hooks=get_plugins().hook,
         )
         view.total = loop.total_steps()
+
+        async def validate(step: int) -> dict[str, float]:
+            """Every `val_every` steps: the validation rows at the first eval temperature."""
+            cfg = config.model_copy(
+                update={
+                    "eval": config.eval.model_copy(
+                        update={"temperatures": config.eval.temperatures[:1]}
+                    )
+                }
+            )
+            reports, _ = await run_eval(
+                task, cfg, engine, val_prompts, adapter=loop.policy.adapter,
+                label=f"step {step}", reward_fn=reward_fn,
+            )  # fmt: skip
+            r = reports[0]
+            view.note(
+                f"validation after step {step}: solve rate {r.solve_rate:.1%}, "
+                f"reward {r.mean_reward:.3f}"
+            )
+            return {"val_solve_rate": r.solve_rate, "val_reward_mean": r.mean_reward}
+
+        if val_prompts:
+            loop.validate = validate
         eval_dir = run.path / "eval"
         before: list[EvalReport] = _load_eval(eval_dir, "before")
         if checkpoint is not None:

@@ -20,7 +20,7 @@ import shutil
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,6 +93,7 @@ class GRPOLoop:
         view: LiveView | None = None,
         on_step: StepCallback | None = None,
         hooks: Any = None,
+        validate: Callable[[int], Awaitable[dict[str, float]]] | None = None,
     ) -> None:
         if not train_prompts:
             raise ValueError("training needs at least one prompt")
@@ -109,6 +110,7 @@ class GRPOLoop:
         self.view = view
         self.on_step = on_step
         self.hooks = hooks
+        self.validate = validate
         self.cursor = DataCursor(len(self.prompts), config.seed)
         self.policy = TokenPolicy(engine.sampler, engine.chat, seed=config.seed)
         self.version: int | None = None
@@ -252,6 +254,9 @@ class GRPOLoop:
         total = self.total_steps()
         while self.step < total:
             metrics = await self.train_step()
+            every = self.config.val_every
+            if self.validate is not None and every and self.step % every == 0:
+                metrics.update(await self.validate(self.step))
             history.append(metrics)
             self.run.append_metrics(self.step, metrics)
             if self.tracker is not None:
