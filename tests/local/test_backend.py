@@ -94,3 +94,22 @@ def test_evaluate_with_an_adapter_at_two_temperatures(tmp_path, tiny_156k):
 def test_evaluate_rejects_a_directory_that_is_not_an_adapter(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a PEFT adapter directory"):
         LocalBackend().evaluate(FruitGuess(), tiny_config(tmp_path), adapter=str(tmp_path))
+
+
+def test_a_task_without_rows_fails_before_writing_anything(tmp_path):
+    from agentrft import TaskInputError
+
+    class NoRows(CountA):
+        def make_dataset(self, split, n, seed):
+            raise TaskInputError("task 'count_a' does not generate datasets")
+
+    with pytest.raises(TaskInputError, match="--set train_dataset=FILE"):
+        LocalBackend().train(NoRows(), tiny_config(tmp_path))
+    assert not (tmp_path / "runs").exists()
+
+
+def test_explicit_sft_warmup_needs_an_expert(tmp_path):
+    config = tiny_config(tmp_path, max_steps=1, **{"local.sft_warmup_steps": 2})
+    with pytest.raises(ValueError, match="has no scripted expert"):
+        LocalBackend().train(CountA(), config)
+    assert not (tmp_path / "runs").exists()

@@ -140,7 +140,15 @@ def _prompts(task: Task[Any], path: str | None, split: str, n: int | None, seed:
 
         prompts = read_prompts(path)
         return prompts[:n] if n else prompts
-    rows = task.make_dataset(split, n, seed)
+    from agentrft.task import TaskInputError
+
+    key = "train_dataset" if split == "train" else "validation_dataset"
+    try:
+        rows = task.make_dataset(split, n, seed)
+    except TaskInputError as exc:
+        raise TaskInputError(
+            f"{exc}; give rows with --set {key}=FILE (JSONL, Parquet, CSV)"
+        ) from None
     return [str(r["prompt"]) for r in rows]
 
 
@@ -221,6 +229,7 @@ async def train_async(
     from agentrft.backends.local.sft import sft_warmup
     from agentrft.backends.local.view import LiveView
     from agentrft.plugins import get_plugins
+    from agentrft.task import TaskInputError
 
     started = time.perf_counter()
     if resume:
@@ -234,16 +243,28 @@ async def train_async(
             raise FileNotFoundError(f"{run.path} has no checkpoint to resume from")
     else:
         config = apply_cpu_preset(config, has_expert=task.expert() is not None)
-        run = RunDir.create(config, task.name)
+        run = None
         checkpoint = None
 
+    if config.local.sft_warmup_steps > 0 and task.expert() is None:
+        raise ValueError(
+            f"local.sft_warmup_steps={config.local.sft_warmup_steps} but task {task.name!r} has "
+            "no scripted expert (Task.expert() returned None); set local.sft_warmup_steps=0"
+        )
+    # Rows first: a task that cannot make them fails before anything is written.
     limits = episode_limits(task, config)
     train_prompts = _prompts(task, config.train_dataset, "train", None, config.seed)
-    val_prompts = _prompts(
-        task, config.validation_dataset, config.eval.split, config.eval.n, config.seed + 1
-    )
-    engine = make_engine(config)
     say = console.print if console is not None else (lambda *a, **k: None)
+    try:
+        val_prompts = _prompts(
+            task, config.validation_dataset, config.eval.split, config.eval.n, config.seed + 1
+        )
+    except TaskInputError as exc:  # training can go on without held-out rows
+        say(f"no validation rows, so no before/after evaluation: {exc}", highlight=False)
+        val_prompts = []
+    if run is None:
+        run = RunDir.create(config, task.name)
+    engine = make_engine(config)
     say(
         f"[bold]agentrft local[/] · task {task.name} · model {engine.model_path} · "
         f"inference {engine.inference} on {engine.device} · run {run.path}",
