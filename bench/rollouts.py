@@ -7,7 +7,15 @@ not share the client's core, and prints, per transport:
   (a) turns per second with a zero-latency server (`--episodes` episodes, `--concurrency`
       in flight);
   (b) wall time against the ideal with `--latency-ms` of server latency and `--concurrency`
-      episodes all in flight at once: ideal = turns per episode x latency.
+      episodes all in flight at once, against two ideals: the nominal one (turns per
+      episode x latency) and the delivered one (per episode, the sum of the latencies the
+      server actually delivered, measured by the server from request read to reply written;
+      the largest over episodes). The server runs with `precise_latency` (a reply leaves
+      within a few microseconds of its due time; `--plain-latency` for asyncio.sleep alone).
+      Then where the last episode to finish spent the wall time: start (first request out,
+      i.e. the start-up stagger of the episodes), server (its delivered latencies), client
+      (reply written -> next request read, summed over its turns: the client's per-turn
+      cost plus loopback), tail (last reply -> run over).
 
 Transports: `openai` (the openai SDK on httpx), `openai-aiohttp` (the SDK on its aiohttp
 client) and `aiohttp` (OpenAIPolicy's lean transport). Two references: the agent loop
@@ -24,30 +32,124 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import json
 import os
 import statistics
 import time
+from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from agentrft import ScriptedPolicy, run_episodes
 from agentrft.policies.openai_client import OpenAIPolicy
 from agentrft.testing import CounterTask, FakeOpenAIServer, counter_script
+from agentrft.testing.fake_server import DeliveredLatency
+from agentrft.testing.tasks import CounterInstance
 
 TRANSPORTS = ["openai", "openai-aiohttp", "aiohttp", "raw"]
 
 
-async def _play(policy: Any, n: int, turns: int, concurrency: int) -> tuple[float, int]:
-    """Wall time and total turns of `n` episodes of `turns` turns each."""
-    rows = [json.dumps({"target": turns})] * n
+class EpisodeCounterTask(CounterTask):
+    """`CounterTask` whose prompt names the episode (rows `{"target": 10, "episode": 3}`),
+    so the server can tell the episodes' requests apart (it groups them by first user
+    message). Otherwise the same task: one short tool call per turn."""
+
+    def parse(self, prompt: str) -> CounterInstance:
+        instance = super().parse(prompt)
+        return CounterInstance(
+            f"{instance.id}-{json.loads(prompt).get('episode', 0)}", instance.target
+        )
+
+    def user_prompt(self, instance: CounterInstance) -> str:
+        return f"{super().user_prompt(instance)} (episode {instance.id})"
+
+
+async def _play(policy: Any, n: int, turns: int, concurrency: int) -> tuple[float, float, int]:
+    """Start and end (time.monotonic, the server's clock too) and total turns of `n`
+    episodes of `turns` turns each."""
+    rows = [json.dumps({"target": turns, "episode": i}) for i in range(n)]
+    task = EpisodeCounterTask()
     gc.collect()
-    t0 = time.perf_counter()
-    trajs = await run_episodes(CounterTask(), rows, policy, concurrency=concurrency)
-    wall = time.perf_counter() - t0
+    t0 = time.monotonic()
+    trajs = await run_episodes(task, rows, policy, concurrency=concurrency)
+    t1 = time.monotonic()
     bad = [t for t in trajs if t.stop_reason != "done" or len(t.turns) != turns]
     if bad:
         raise SystemExit(f"{len(bad)} episode(s) did not run as planned: {bad[0].failures}")
-    return wall, sum(len(t.turns) for t in trajs)
+    return t0, t1, sum(len(t.turns) for t in trajs)
+
+
+@dataclass
+class BRun:
+    """One (b) run: wall time against the ideals, and the last episode's breakdown (s)."""
+
+    wall: float
+    nominal: float  # turns x latency
+    delivered: float  # max over episodes of the sum of its delivered latencies
+    overshoot_mean: float  # delivered latency - nominal latency, per request
+    overshoot_max: float
+    stagger: float  # first request of the last episode to start, after t0
+    start: float  # the last-finishing episode: t0 -> its first request read
+    server: float  # ... sum of its delivered latencies
+    client: float  # ... sum of reply written -> next request read
+    tail: float  # ... last reply written -> run over
+
+    @property
+    def vs_nominal(self) -> float:
+        return self.wall / self.nominal
+
+    @property
+    def vs_delivered(self) -> float:
+        return self.wall / self.delivered
+
+
+def _analyse(
+    t0: float, t1: float, timings: list[DeliveredLatency], episodes: int, turns: int, latency: float
+) -> BRun:
+    by_episode: dict[str, list[DeliveredLatency]] = defaultdict(list)
+    for t in timings:
+        by_episode[t.conversation].append(t)
+    counts = sorted({len(v) for v in by_episode.values()})
+    if len(by_episode) != episodes or counts != [turns]:
+        raise SystemExit(
+            f"the server saw {len(by_episode)} episodes with {counts} requests each; "
+            f"expected {episodes} x {turns} (are other clients using it?)"
+        )
+    for reqs in by_episode.values():
+        reqs.sort(key=lambda t: t.arrived)
+    last = max(by_episode.values(), key=lambda reqs: reqs[-1].sent)
+    overshoots = [t.latency_s - latency for t in timings]
+    return BRun(
+        wall=t1 - t0,
+        nominal=turns * latency,
+        delivered=max(sum(t.latency_s for t in reqs) for reqs in by_episode.values()),
+        overshoot_mean=statistics.fmean(overshoots),
+        overshoot_max=max(overshoots),
+        stagger=max(reqs[0].arrived for reqs in by_episode.values()) - t0,
+        start=last[0].arrived - t0,
+        server=sum(t.latency_s for t in last),
+        client=sum(b.arrived - a.sent for a, b in itertools.pairwise(last)),
+        tail=t1 - last[-1].sent,
+    )
+
+
+def _b_report(label: str, runs: list[BRun]) -> str:
+    """Best and median of both ratios, then the median run's breakdown (ms)."""
+    nominal = [r.vs_nominal for r in runs]
+    delivered = [r.vs_delivered for r in runs]
+    mid = sorted(runs, key=lambda r: r.vs_nominal)[(len(runs) - 1) // 2]
+    ms = 1000.0
+    return (
+        f"{label}: wall/nominal {_summary(nominal, '{:.4f}x', min)}; "
+        f"wall/delivered {_summary(delivered, '{:.4f}x', min)}\n"
+        f"      median run: wall {mid.wall * ms:.1f} ms, nominal {mid.nominal * ms:.0f}, "
+        f"delivered {mid.delivered * ms:.2f}; server overshoot per reply mean "
+        f"{mid.overshoot_mean * 1e6:.0f} us, max {mid.overshoot_max * 1e6:.0f} us; "
+        f"all started by {mid.stagger * ms:.2f} ms\n"
+        f"      last episode: start {mid.start * ms:.2f} + server {mid.server * ms:.2f} "
+        f"+ client {mid.client * ms:.2f} + tail {mid.tail * ms:.2f} ms"
+    )
 
 
 def _summary(values: list[float], fmt: str, best: Any = max) -> str:
@@ -58,19 +160,22 @@ async def _turns_per_s(policy: Any, args: argparse.Namespace) -> list[float]:
     await _play(policy, args.concurrency, 2, args.concurrency)  # open the connections
     rates = []
     for _ in range(args.repeat):
-        wall, turns = await _play(policy, args.episodes, args.turns, args.concurrency)
-        rates.append(turns / wall)
+        t0, t1, turns = await _play(policy, args.episodes, args.turns, args.concurrency)
+        rates.append(turns / (t1 - t0))
     return rates
 
 
-async def _vs_ideal(policy: Any, turns: int, args: argparse.Namespace) -> list[float]:
+async def _vs_ideal(
+    policy: Any, server: FakeOpenAIServer, turns: int, args: argparse.Namespace
+) -> list[BRun]:
     await _play(policy, args.concurrency, 1, args.concurrency)
-    ideal = turns * args.latency_ms / 1000.0
-    ratios = []
+    runs = []
     for _ in range(args.repeat):
-        wall, _ = await _play(policy, args.concurrency, turns, args.concurrency)
-        ratios.append(wall / ideal)
-    return ratios
+        server.clear()
+        t0, t1, _ = await _play(policy, args.concurrency, turns, args.concurrency)
+        latency = args.latency_ms / 1000.0
+        runs.append(_analyse(t0, t1, server.latencies(), args.concurrency, turns, latency))
+    return runs
 
 
 def _policy(url: str, transport: str, args: argparse.Namespace) -> OpenAIPolicy:
@@ -83,7 +188,9 @@ def _policy(url: str, transport: str, args: argparse.Namespace) -> OpenAIPolicy:
     )
 
 
-async def _bench_transport(fast: str, slow: str, transport: str, args: argparse.Namespace) -> None:
+async def _bench_transport(
+    fast: str, slow: FakeOpenAIServer, transport: str, args: argparse.Namespace
+) -> None:
     async with _policy(fast, transport, args) as policy:
         rates = await _turns_per_s(policy, args)
     print(
@@ -91,51 +198,56 @@ async def _bench_transport(fast: str, slow: str, transport: str, args: argparse.
         f"({args.episodes} episodes x {args.turns} turns, {args.concurrency} in flight)"
     )
     for turns in args.b_turns:
-        async with _policy(slow, transport, args) as policy:
-            ratios = await _vs_ideal(policy, turns, args)
-        ideal = turns * args.latency_ms / 1000.0
-        print(
-            f"  (b) {args.latency_ms:g} ms x {args.concurrency} episodes x {turns} turns: "
-            f"{_summary(ratios, '{:.3f}x', best=min)} ideal ({ideal:.2f} s)"
-        )
+        async with _policy(slow.base_url, transport, args) as policy:
+            runs = await _vs_ideal(policy, slow, turns, args)
+        label = f"{args.latency_ms:g} ms x {args.concurrency} episodes x {turns} turns"
+        print(f"  (b) {_b_report(label, runs)}")
 
 
-async def _raw_floor(url: str, turns: int, episodes: int, args: argparse.Namespace) -> list[float]:
+async def _raw_floor(
+    server: FakeOpenAIServer, turns: int, episodes: int, args: argparse.Namespace
+) -> list[BRun]:
     """(b) with no client library and no agent loop: `episodes` raw keep-alive sockets
     each sending `turns` requests in sequence. What the machine and server allow."""
-    host, port = url.split("//", 1)[1].split("/", 1)[0].split(":")
-    body = json.dumps({"model": "counter", "messages": [{"role": "user", "content": "go"}]})
-    request = (
-        f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}"
-    ).encode()
-    conns = [await asyncio.open_connection(host, int(port)) for _ in range(episodes)]
+    host, port = "127.0.0.1", server.port
 
-    async def episode(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def request(i: int) -> bytes:
+        messages = [{"role": "user", "content": f"go {i}"}]  # the server groups by this
+        body = json.dumps({"model": "counter", "messages": messages})
+        return (
+            f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}"
+        ).encode()
+
+    conns = [await asyncio.open_connection(host, port) for _ in range(episodes)]
+
+    async def episode(i: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        data = request(i)
         for _ in range(turns):
-            writer.write(request)
+            writer.write(data)
             head = (await reader.readuntil(b"\r\n\r\n")).lower()
             start = head.index(b"content-length:") + 15
             json.loads(await reader.readexactly(int(head[start : head.index(b"\r\n", start)])))
 
-    ratios = []
+    runs = []
+    latency = args.latency_ms / 1000.0
     for _ in range(args.repeat):
-        t0 = time.perf_counter()
-        await asyncio.gather(*(episode(r, w) for r, w in conns))
-        ratios.append((time.perf_counter() - t0) / (turns * args.latency_ms / 1000.0))
+        server.clear()
+        t0 = time.monotonic()
+        await asyncio.gather(*(episode(i, r, w) for i, (r, w) in enumerate(conns)))
+        t1 = time.monotonic()
+        runs.append(_analyse(t0, t1, server.latencies(), episodes, turns, latency))
     for _, w in conns:
         w.close()
-    return ratios
+    return runs
 
 
-async def _bench_floor(slow: str, args: argparse.Namespace) -> None:
+async def _bench_floor(slow: FakeOpenAIServer, args: argparse.Namespace) -> None:
     for turns in args.b_turns:
-        one = await _raw_floor(slow, turns, 1, args)
-        many = await _raw_floor(slow, turns, args.concurrency, args)
-        print(
-            f"  (b) floor, raw sockets, {turns} turns: 1 episode {_summary(one, '{:.3f}x', min)}; "
-            f"{args.concurrency} episodes {_summary(many, '{:.3f}x', min)} ideal"
-        )
+        for episodes in (1, args.concurrency):
+            runs = await _raw_floor(slow, turns, episodes, args)
+            label = f"floor, raw sockets, {episodes} episode(s) x {turns} turns"
+            print(f"  (b) {_b_report(label, runs)}")
 
 
 async def _bench_loop_only(args: argparse.Namespace) -> None:
@@ -157,20 +269,30 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--plain-latency",
+        action="store_true",
+        help="the server waits with asyncio.sleep alone (up to ~1-2 ms late), not precisely",
+    )
     args = parser.parse_args()
     transports = TRANSPORTS if args.transport == "all" else [args.transport]
 
     common: dict[str, Any] = {"process": True, "record": False, "parse_messages": False}
     fast = FakeOpenAIServer(counter_script, **common)
-    slow = FakeOpenAIServer(counter_script, latency_s=args.latency_ms / 1000.0, **common)
+    slow = FakeOpenAIServer(
+        counter_script,
+        latency_s=args.latency_ms / 1000.0,
+        precise_latency=not args.plain_latency,
+        **common,
+    )
     with fast, slow:
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"bench/rollouts.py on {os.cpu_count()} CPUs (load average {load})")
         asyncio.run(_bench_loop_only(args))
-        asyncio.run(_bench_floor(slow.base_url, args))
+        asyncio.run(_bench_floor(slow, args))
         for transport in transports:
             print(f"transport={transport}")
-            asyncio.run(_bench_transport(fast.base_url, slow.base_url, transport, args))
+            asyncio.run(_bench_transport(fast.base_url, slow, transport, args))
 
 
 if __name__ == "__main__":

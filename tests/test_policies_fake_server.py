@@ -7,6 +7,7 @@ import asyncio
 import http.client
 import json
 import socket
+import threading
 import time
 from typing import Any
 
@@ -135,6 +136,43 @@ async def test_latency_is_concurrent_not_serial() -> None:
     assert 0.2 <= elapsed < 1.0  # 8 x 0.2 s would be 1.6 s if served one by one
 
 
+def _chat(server: FakeOpenAIServer, prompt: str) -> None:
+    status, _ = post(server, "/v1/chat/completions", {"messages": [user(prompt)]})
+    assert status == 200
+
+
+def user(content: str) -> dict[str, str]:
+    return {"role": "user", "content": content}
+
+
+@pytest.mark.parametrize("precise", [False, True])
+def test_delivered_latency_is_recorded_and_precise_when_asked(precise: bool) -> None:
+    latency = 0.02
+    with FakeOpenAIServer(
+        counter_script, latency_s=latency, precise_latency=precise, record=False
+    ) as server:
+        for i in range(8):
+            _chat(server, f"episode {i % 2}")
+        # concurrent requests share the server's one spinner: all leave on time
+        threads = [threading.Thread(target=_chat, args=(server, "burst")) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        timings = server.latencies()
+        assert server.requests == []  # record=False keeps timings only
+        server.clear()
+        assert server.latencies() == []
+    assert len(timings) == 16
+    assert len({t.conversation for t in timings}) == 3  # grouped by first user message
+    over = sorted(t.latency_s - latency for t in timings)
+    assert over[0] >= 0  # never early
+    if precise:
+        # A plain asyncio.sleep is typically 0.2-1.5 ms late; spinning gets to microseconds
+        # (the median is robust to the odd preemption on a shared machine).
+        assert over[len(over) // 2] < 0.0005
+
+
 async def test_process_mode_serves_and_records() -> None:
     task = FindNumberTask()
     rows = [r["prompt"] for r in task.make_dataset("test", 3, seed=0)]
@@ -143,6 +181,7 @@ async def test_process_mode_serves_and_records() -> None:
             trajs = await run_episodes(task, rows, p, concurrency=3)
         assert all(t.solved for t in trajs)
         assert len(server.chat_requests) == sum(len(t.turns) for t in trajs)
+        assert len(server.latencies()) == len(server.chat_requests)  # via /_fake/latencies
         assert server.stats()["connections"] == 3
         server.clear()
         assert server.requests == []

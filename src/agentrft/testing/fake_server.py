@@ -18,13 +18,25 @@ client's core; the script must then be picklable, i.e. a module-level function).
 Every request is recorded (method, path, headers, JSON body) for assertions, in both modes:
 `server.requests`; `server.stats()` counts the connections used. It listens on 127.0.0.1
 only.
+
+`latency_s` is measured from the moment a request has been read to the moment its reply is
+handed to the kernel, and every chat request's delivered latency is kept (`latencies()`,
+always, even with `record=False`: a few numbers per request). A plain `asyncio.sleep`
+overshoots by up to a millisecond or two (epoll's timeout is in whole milliseconds, then
+the process must be woken); `precise_latency=True` sleeps until `_SPIN_S` before the due
+time and then polls the loop (`await asyncio.sleep(0)`) until it, so replies leave within
+a few tenths of a millisecond of the due time, at the price of spinning a core for those
+last milliseconds: meant for benchmarks with the server in its own process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import heapq
 import inspect
+import itertools
 import json
 import multiprocessing
 import pickle
@@ -150,6 +162,39 @@ class RecordedRequest:
         }
 
 
+@dataclass
+class DeliveredLatency:
+    """One chat-completions request's timing on the server's monotonic clock (seconds).
+
+    `conversation` is a short digest of the first user message's content, so requests of one
+    episode (same prompt) can be grouped when prompts differ between episodes.
+    """
+
+    conversation: str
+    arrived: float
+    sent: float
+
+    @property
+    def latency_s(self) -> float:
+        """From the request fully read to the reply's write (microseconds before the kernel
+        has it)."""
+        return self.sent - self.arrived
+
+
+def _conversation_key(messages: Any) -> str:
+    for m in messages if isinstance(messages, list) else []:
+        if isinstance(m, dict) and m.get("role") == "user":
+            content = m.get("content")
+            text = content if isinstance(content, str) else json.dumps(content)
+            return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    return ""
+
+
+# Precise latency: sleep until this long before the due time, then poll the loop until it.
+# Covers epoll's millisecond rounding plus a wake-up delay on a busy machine.
+_SPIN_S = 0.002
+
+
 # --- rendering ---------------------------------------------------------------------------
 
 
@@ -270,6 +315,7 @@ class _Config:
     model_name: str
     record: bool
     parse_messages: bool
+    precise_latency: bool = False
 
 
 class _Core:
@@ -279,10 +325,18 @@ class _Core:
         self.cfg = cfg
         self.renderer = _Renderer(cfg.model_name)
         self.requests: list[RecordedRequest] = []
+        self.latencies: list[DeliveredLatency] = []
         self.server: asyncio.base_events.Server | None = None
         self.port = 0
         self._writers: set[asyncio.StreamWriter] = set()
         self._handlers: set[asyncio.Task[None]] = set()
+        # precise_latency: replies waiting for their due time, and the one task that spins
+        # for all of them (64 spinning handlers would each poll the clock every turn of the
+        # loop, making every turn 64 times longer).
+        self._due: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+        self._spinner: asyncio.Task[None] | None = None
+        self._wake: asyncio.Future[None] | None = None
         # Connections that carried API requests (control requests aside): shows pooling.
         self.connections = 0
 
@@ -294,6 +348,8 @@ class _Core:
         return self.port
 
     async def close(self) -> None:
+        if self._spinner is not None:
+            self._spinner.cancel()
         if self.server is not None:
             self.server.close()
             # Closing idle keep-alive connections lets their handlers end on EOF; any still
@@ -335,14 +391,18 @@ class _Core:
                     raw = await _read_chunked(reader)
                 else:
                     raw = await reader.readexactly(int(headers.get("content-length") or 0))
+                arrived = time.monotonic()
                 keep_alive = version == "HTTP/1.1" and headers.get("connection", "") != "close"
                 if not counted and not path.startswith("/_fake/"):
                     counted = True
                     self.connections += 1
-                response = await self._respond(method, path, headers, raw)
+                response, timing = await self._respond(method, path, headers, raw, arrived)
                 if response is None:  # Disconnect
                     return
-                writer.write(response)
+                if timing is not None:  # stamped first so a client that saw the reply sees it
+                    timing.sent = time.monotonic()
+                    self.latencies.append(timing)
+                writer.write(response)  # with an empty buffer: sent to the kernel right here
                 await writer.drain()
                 if not keep_alive:
                     return
@@ -356,35 +416,78 @@ class _Core:
                 writer.close()
 
     async def _respond(
-        self, method: str, path: str, headers: dict[str, str], raw: bytes
-    ) -> bytes | None:
+        self, method: str, path: str, headers: dict[str, str], raw: bytes, arrived: float
+    ) -> tuple[bytes | None, DeliveredLatency | None]:
+        """The response bytes (None: disconnect) and, for a chat request, its timing record
+        (the caller stamps `sent` once the bytes are written)."""
         route = path.split("?", 1)[0]
         if route.startswith("/_fake/"):
-            return self._control(method, route)
+            return self._control(method, route), None
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
-            return _http(400, _error_body("request body is not JSON", "invalid_request_error"))
+            return _http(
+                400, _error_body("request body is not JSON", "invalid_request_error")
+            ), None
         if self.cfg.record:
             self.requests.append(RecordedRequest(method, path, headers, body))
         if method == "GET" and route.endswith("/models"):
             data = {"object": "list", "data": [{"id": self.cfg.model_name, "object": "model"}]}
-            return _http(200, json.dumps(data).encode())
+            return _http(200, json.dumps(data).encode()), None
         if method != "POST" or not route.endswith("/chat/completions"):
-            return _http(404, _error_body(f"no route {method} {route}", "not_found"))
+            return _http(404, _error_body(f"no route {method} {route}", "not_found")), None
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return _http(400, _error_body("body needs a 'messages' list", "invalid_request_error"))
+            msg = "body needs a 'messages' list"
+            return _http(400, _error_body(msg, "invalid_request_error")), None
         if body.get("stream"):
-            return _http(400, _error_body("the fake server does not stream", "invalid_request"))
+            msg = "the fake server does not stream"
+            return _http(400, _error_body(msg, "invalid_request")), None
+        timing = DeliveredLatency(_conversation_key(body["messages"]), arrived, arrived)
         # The reply is computed first and sent `latency_s` after the request arrived, so the
         # latency a client sees is the configured one, not that plus the server's own work.
-        due = asyncio.get_running_loop().time() + self.cfg.latency_s
         response = await self._chat(body)
         if self.cfg.latency_s > 0:
-            remaining = due - asyncio.get_running_loop().time()
+            await self._wait_until(arrived + self.cfg.latency_s)
+        return response, timing
+
+    async def _wait_until(self, due: float) -> None:
+        """Return at `due` (time.monotonic): asyncio.sleep alone returns up to a
+        millisecond or two late, so `precise_latency` sleeps to just before and spins."""
+        if not self.cfg.precise_latency:
+            remaining = due - time.monotonic()
             if remaining > 0:
                 await asyncio.sleep(remaining)
-        return response
+            return
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        heapq.heappush(self._due, (due, next(self._seq), fut))
+        if self._spinner is None or self._spinner.done():
+            self._spinner = loop.create_task(self._spin())
+        elif self._due[0][2] is fut and self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)  # due before what the spinner sleeps for
+        await fut
+
+    async def _spin(self) -> None:
+        """Release each waiting reply at its due time: sleep until `_SPIN_S` before the
+        earliest, then poll the clock once per turn of the loop (other connections' I/O
+        runs in between)."""
+        loop = asyncio.get_running_loop()
+        while self._due:
+            now = time.monotonic()
+            while self._due and self._due[0][0] <= now:
+                fut = heapq.heappop(self._due)[2]
+                if not fut.done():  # a cancelled handler's (server shutdown)
+                    fut.set_result(None)
+            if not self._due:
+                return
+            remaining = self._due[0][0] - now - _SPIN_S
+            if remaining > 0:
+                self._wake = loop.create_future()
+                timer = loop.call_later(remaining, _set_if_pending, self._wake)
+                await self._wake
+                timer.cancel()
+            else:
+                await asyncio.sleep(0)
 
     async def _chat(self, body: dict[str, Any]) -> bytes | None:
         try:
@@ -410,6 +513,9 @@ class _Core:
             return _http(500, _error_body(f"script raised {type(exc).__name__}: {exc}", "script"))
         return _http(200, json.dumps(out).encode())
 
+    def _latencies(self) -> list[list[Any]]:
+        return [[t.conversation, t.arrived, t.sent] for t in self.latencies]
+
     def _stats(self) -> dict[str, int]:
         return {"connections": self.connections, "requests": len(self.requests)}
 
@@ -419,8 +525,11 @@ class _Core:
             return _http(200, data)
         if route == "/_fake/stats":
             return _http(200, json.dumps(self._stats()).encode())
+        if route == "/_fake/latencies":
+            return _http(200, json.dumps(self._latencies()).encode())
         if route == "/_fake/clear" and method == "POST":
             self.requests.clear()
+            self.latencies.clear()
             return _http(200, b"{}")
         return _http(404, _error_body(f"no control route {route}", "not_found"))
 
@@ -443,6 +552,11 @@ def _from_openai(m: dict[str, Any]) -> dict[str, Any]:
     if "reasoning_content" in out and "reasoning" not in out:
         out["reasoning"] = out.pop("reasoning_content")
     return {k: v for k, v in out.items() if k in Message.model_fields}
+
+
+def _set_if_pending(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
@@ -493,6 +607,9 @@ class FakeOpenAIServer:
             returns a reply or a fault (see the module docstring). May be async.
         latency_s: added to every chat-completions reply (a model's think time); requests
             wait concurrently, so 64 requests at 50 ms take 50 ms, not 3.2 s.
+        precise_latency: deliver `latency_s` to within a few tenths of a millisecond by
+            spinning the server's loop for its last `_SPIN_S` (burns CPU; for benchmarks
+            with `process=True`). Off: a plain sleep, up to a millisecond or two late.
         process: run in a child process (the script must be picklable).
         record: keep every request for `requests` (turn off for long benchmarks).
         parse_messages: hand the script `Message` objects (True) or the raw JSON dicts.
@@ -510,8 +627,9 @@ class FakeOpenAIServer:
         parse_messages: bool = True,
         model_name: str = "fake-model",
         port: int = 0,
+        precise_latency: bool = False,
     ) -> None:
-        self._cfg = _Config(script, latency_s, model_name, record, parse_messages)
+        self._cfg = _Config(script, latency_s, model_name, record, parse_messages, precise_latency)
         self.process = process
         self._want_port = port
         self.port: int | None = None
@@ -664,10 +782,19 @@ class FakeOpenAIServer:
         with urllib.request.urlopen(self.url + "/_fake/stats", timeout=10) as resp:
             return json.loads(resp.read())
 
+    def latencies(self) -> list[DeliveredLatency]:
+        """Each chat-completions request's delivered latency, in order of reply (kept even
+        with `record=False`; `clear()` forgets them)."""
+        if self._core is not None and not self.process:
+            return list(self._core.latencies)
+        with urllib.request.urlopen(self.url + "/_fake/latencies", timeout=10) as resp:
+            return [DeliveredLatency(*t) for t in json.loads(resp.read())]
+
     def clear(self) -> None:
-        """Forget the recorded requests."""
+        """Forget the recorded requests and latencies."""
         if self._core is not None and not self.process:
             self._core.requests.clear()
+            self._core.latencies.clear()
             return
         req = urllib.request.Request(self.url + "/_fake/clear", data=b"", method="POST")
         with urllib.request.urlopen(req, timeout=10):
