@@ -181,12 +181,19 @@ def make_engine(config: Config, model_path: str | None = None) -> Engine:
         return Engine(path, device, inference, sampler, chat)
 
     from agentrft.backends.local.vllm_sampler import VLLMSampler
-    from agentrft.backends.local.vllm_server import VLLMServer, VLLMServerConfig, find_vllm_python
+    from agentrft.backends.local.vllm_server import (
+        VLLMServer,
+        VLLMServerConfig,
+        check_server,
+        find_vllm_python,
+    )
 
     chat = ChatTokenizer(AutoTokenizer.from_pretrained(path))
     closers: list[Any] = []
     if config.local.vllm_url:
-        url, served = config.local.vllm_url.rstrip("/"), path
+        url = config.local.vllm_url.rstrip("/")
+        served_models = check_server(url)  # a clear error when it is not a ready vLLM server
+        served = path if path in served_models or not served_models else served_models[0]
     else:
         python = find_vllm_python(config.local.vllm_python)
         if python is None:
