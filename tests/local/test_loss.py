@@ -232,3 +232,21 @@ def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
     assert g_a.keys() == g_b.keys() and g_a
     for name in g_a:
         torch.testing.assert_close(g_a[name], g_b[name], rtol=1e-3, atol=1e-6)
+
+
+def test_trainer_step_with_kl_reports_it_and_moves_the_adapter(tiny_156k):
+    from agentrft.backends.local.engine import make_trainer
+    from agentrft.backends.local.trainer import TrainSequence
+    from agentrft.config import Config
+
+    config = Config(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"kl_beta": 0.1})
+    trainer = make_trainer(config, tiny_156k, max_completion_length=8)
+    seqs = [
+        TrainSequence([*range(10, 30), 5, 6, 7], [0] * 20 + [1, 1, 1], advantage=1.0),
+        TrainSequence([*range(10, 30), 8, 9], [0] * 20 + [1, 1], advantage=-1.0),
+    ]
+    first = trainer.step(seqs)
+    assert first["kl"] == pytest.approx(0.0, abs=1e-7)  # the untouched LoRA is the reference
+    assert first["grad_norm"] > 0
+    second = trainer.step(seqs)
+    assert second["kl"] > 0  # one update later the policy has moved away from the reference
