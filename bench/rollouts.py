@@ -39,7 +39,7 @@ import statistics
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from agentrft import ScriptedPolicy, run_episodes
 from agentrft.policies.openai_client import OpenAIPolicy
@@ -80,6 +80,39 @@ async def _play(policy: Any, n: int, turns: int, concurrency: int) -> tuple[floa
     return t0, t1, sum(len(t.turns) for t in trajs)
 
 
+class CpuMeter:
+    """CPU that other processes (other users of a shared machine) used while a figure was
+    measured, in cores: the whole machine's busy time (/proc/stat, steal included) less
+    this process's and the servers'. Near 0 means the figure is clean. Linux only (None
+    elsewhere); 10 ms tick granularity, so short runs read +-0.05 or so."""
+
+    pids: ClassVar[list[int]] = []  # the servers, set once they run
+
+    def __init__(self) -> None:
+        self._start = self._sample()
+
+    @classmethod
+    def _sample(cls) -> tuple[float, int, int] | None:
+        try:
+            with open("/proc/stat") as f:
+                ticks = [int(x) for x in f.readline().split()[1:]]
+            own = 0
+            for pid in [os.getpid(), *cls.pids]:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                own += int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, ValueError, IndexError):
+            return None
+        return time.monotonic(), sum(ticks) - ticks[3] - ticks[4], own  # less idle, iowait
+
+    def others(self) -> float:
+        end = self._sample()
+        if self._start is None or end is None or end[0] <= self._start[0]:
+            return float("nan")
+        busy, own = end[1] - self._start[1], end[2] - self._start[2]
+        return max(0.0, busy - own) / os.sysconf("SC_CLK_TCK") / (end[0] - self._start[0])
+
+
 @dataclass
 class BRun:
     """One (b) run: wall time against the ideals, and the last episode's breakdown (s)."""
@@ -94,6 +127,7 @@ class BRun:
     server: float  # ... sum of its delivered latencies
     client: float  # ... sum of reply written -> next request read
     tail: float  # ... last reply written -> run over
+    others: float = float("nan")  # cores other processes used meanwhile (CpuMeter)
 
     @property
     def vs_nominal(self) -> float:
@@ -146,7 +180,7 @@ def _b_report(label: str, runs: list[BRun]) -> str:
         f"      median run: wall {mid.wall * ms:.1f} ms, nominal {mid.nominal * ms:.0f}, "
         f"delivered {mid.delivered * ms:.2f}; server overshoot per reply mean "
         f"{mid.overshoot_mean * 1e6:.0f} us, max {mid.overshoot_max * 1e6:.0f} us; "
-        f"all started by {mid.stagger * ms:.2f} ms\n"
+        f"all started by {mid.stagger * ms:.2f} ms; others' CPU {mid.others:.2f} cores\n"
         f"      last episode: start {mid.start * ms:.2f} + server {mid.server * ms:.2f} "
         f"+ client {mid.client * ms:.2f} + tail {mid.tail * ms:.2f} ms"
     )
@@ -156,13 +190,15 @@ def _summary(values: list[float], fmt: str, best: Any = max) -> str:
     return f"best {fmt.format(best(values))}, median {fmt.format(statistics.median(values))}"
 
 
-async def _turns_per_s(policy: Any, args: argparse.Namespace) -> list[float]:
+async def _turns_per_s(policy: Any, args: argparse.Namespace) -> tuple[list[float], list[float]]:
     await _play(policy, args.concurrency, 2, args.concurrency)  # open the connections
-    rates = []
+    rates, others = [], []
     for _ in range(args.repeat):
+        meter = CpuMeter()
         t0, t1, turns = await _play(policy, args.episodes, args.turns, args.concurrency)
+        others.append(meter.others())
         rates.append(turns / (t1 - t0))
-    return rates
+    return rates, others
 
 
 async def _vs_ideal(
@@ -172,9 +208,12 @@ async def _vs_ideal(
     runs = []
     for _ in range(args.repeat):
         server.clear()
+        meter = CpuMeter()
         t0, t1, _ = await _play(policy, args.concurrency, turns, args.concurrency)
+        others = meter.others()
         latency = args.latency_ms / 1000.0
         runs.append(_analyse(t0, t1, server.latencies(), args.concurrency, turns, latency))
+        runs[-1].others = others
     return runs
 
 
@@ -192,10 +231,11 @@ async def _bench_transport(
     fast: str, slow: FakeOpenAIServer, transport: str, args: argparse.Namespace
 ) -> None:
     async with _policy(fast, transport, args) as policy:
-        rates = await _turns_per_s(policy, args)
+        rates, others = await _turns_per_s(policy, args)
     print(
         f"  (a) zero latency: {_summary(rates, '{:.0f}')} turns/s "
-        f"({args.episodes} episodes x {args.turns} turns, {args.concurrency} in flight)"
+        f"({args.episodes} episodes x {args.turns} turns, {args.concurrency} in flight; "
+        f"others' CPU median {statistics.median(others):.2f} cores)"
     )
     for turns in args.b_turns:
         async with _policy(slow.base_url, transport, args) as policy:
@@ -233,10 +273,13 @@ async def _raw_floor(
     latency = args.latency_ms / 1000.0
     for _ in range(args.repeat):
         server.clear()
+        meter = CpuMeter()
         t0 = time.monotonic()
         await asyncio.gather(*(episode(i, r, w) for i, (r, w) in enumerate(conns)))
         t1 = time.monotonic()
+        others = meter.others()
         runs.append(_analyse(t0, t1, server.latencies(), episodes, turns, latency))
+        runs[-1].others = others
     for _, w in conns:
         w.close()
     return runs
@@ -251,7 +294,7 @@ async def _bench_floor(slow: FakeOpenAIServer, args: argparse.Namespace) -> None
 
 
 async def _bench_loop_only(args: argparse.Namespace) -> None:
-    rates = await _turns_per_s(ScriptedPolicy(counter_script), args)
+    rates, _ = await _turns_per_s(ScriptedPolicy(counter_script), args)
     print(f"agent loop alone (ScriptedPolicy, no HTTP): {_summary(rates, '{:.0f}')} turns/s")
 
 
@@ -286,6 +329,7 @@ def main() -> None:
         **common,
     )
     with fast, slow:
+        CpuMeter.pids = [p for p in (fast.pid, slow.pid) if p is not None and p != os.getpid()]
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"bench/rollouts.py on {os.cpu_count()} CPUs (load average {load})")
         asyncio.run(_bench_loop_only(args))

@@ -39,6 +39,7 @@ import inspect
 import itertools
 import json
 import multiprocessing
+import os
 import pickle
 import threading
 import time
@@ -746,6 +747,14 @@ class FakeOpenAIServer:
         if self.process and self._proc is not None:
             raise RuntimeError("the script of a running process-mode server cannot change")
         self._cfg.script = fn
+
+    @property
+    def pid(self) -> int | None:
+        """The serving process: the child's in process mode, this one's in thread mode
+        (None before start). Lets a benchmark account for the server's CPU time."""
+        if self.port is None:
+            return None
+        return self._proc.pid if self._proc is not None else os.getpid()
 
     # addresses and records ---------------------------------------------------------------
 
