@@ -334,7 +334,7 @@ class _Core:
         # precise_latency: replies waiting for their due time, and the one task that spins
         # for all of them (64 spinning handlers would each poll the clock every turn of the
         # loop, making every turn 64 times longer).
-        self._due: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._due: list[tuple[float, int, _Due]] = []
         self._seq = itertools.count()
         self._spinner: asyncio.Task[None] | None = None
         self._wake: asyncio.Future[None] | None = None
@@ -393,17 +393,20 @@ class _Core:
                 else:
                     raw = await reader.readexactly(int(headers.get("content-length") or 0))
                 arrived = time.monotonic()
+                if self.cfg.precise_latency and self.cfg.latency_s > 0:
+                    # Let every request read in this turn of the loop be stamped before any
+                    # is parsed and rendered (tens of us each), so a burst's last request
+                    # is not stamped, and answered, late by the work on the others.
+                    await asyncio.sleep(0)
                 keep_alive = version == "HTTP/1.1" and headers.get("connection", "") != "close"
                 if not counted and not path.startswith("/_fake/"):
                     counted = True
                     self.connections += 1
-                response, timing = await self._respond(method, path, headers, raw, arrived)
+                response, timing = await self._respond(method, path, headers, raw, arrived, writer)
                 if response is None:  # Disconnect
                     return
-                if timing is not None:  # stamped first so a client that saw the reply sees it
-                    timing.sent = time.monotonic()
-                    self.latencies.append(timing)
-                writer.write(response)  # with an empty buffer: sent to the kernel right here
+                if response is not _SENT:  # (precise latency: sent at its due time already)
+                    self._send(writer, response, timing)
                 await writer.drain()
                 if not keep_alive:
                     return
@@ -416,11 +419,27 @@ class _Core:
             with contextlib.suppress(Exception):
                 writer.close()
 
+    def _send(
+        self, writer: asyncio.StreamWriter, response: bytes, timing: DeliveredLatency | None
+    ) -> None:
+        if timing is not None:  # stamped first so a client that saw the reply sees it
+            timing.sent = time.monotonic()
+            self.latencies.append(timing)
+        writer.write(response)  # with an empty buffer: sent to the kernel right here
+
     async def _respond(
-        self, method: str, path: str, headers: dict[str, str], raw: bytes, arrived: float
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        raw: bytes,
+        arrived: float,
+        writer: asyncio.StreamWriter,
     ) -> tuple[bytes | None, DeliveredLatency | None]:
-        """The response bytes (None: disconnect) and, for a chat request, its timing record
-        (the caller stamps `sent` once the bytes are written)."""
+        """The response bytes (None: disconnect; `_SENT`: already written) and, for a chat
+        request, its timing record (`_send` stamps `sent` as it writes the bytes)."""
+        if self.cfg.precise_latency:
+            self._release_due()  # replies due now go before this request's work
         route = path.split("?", 1)[0]
         if route.startswith("/_fake/"):
             return self._control(method, route), None
@@ -446,27 +465,44 @@ class _Core:
         timing = DeliveredLatency(_conversation_key(body["messages"]), arrived, arrived)
         # The reply is computed first and sent `latency_s` after the request arrived, so the
         # latency a client sees is the configured one, not that plus the server's own work.
+        if self.cfg.precise_latency:
+            self._release_due()
         response = await self._chat(body)
-        if self.cfg.latency_s > 0:
-            await self._wait_until(arrived + self.cfg.latency_s)
-        return response, timing
-
-    async def _wait_until(self, due: float) -> None:
-        """Return at `due` (time.monotonic): asyncio.sleep alone returns up to a
-        millisecond or two late, so `precise_latency` sleeps to just before and spins."""
+        due = arrived + self.cfg.latency_s
+        if self.cfg.latency_s <= 0:
+            return response, timing
         if not self.cfg.precise_latency:
             remaining = due - time.monotonic()
             if remaining > 0:
                 await asyncio.sleep(remaining)
-            return
+            return response, timing
+        self._release_due()
+        await self._send_at(due, _Due(writer, response, timing))
+        return (_SENT if response is not None else None), None
+
+    async def _send_at(self, due: float, item: _Due) -> None:
+        """Write `item` at `due` (time.monotonic), to within microseconds: asyncio.sleep
+        alone returns up to a millisecond or two late. One spinner task serves all waiting
+        replies; `_release_due` also runs between requests' work."""
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        heapq.heappush(self._due, (due, next(self._seq), fut))
+        heapq.heappush(self._due, (due, next(self._seq), item))
         if self._spinner is None or self._spinner.done():
             self._spinner = loop.create_task(self._spin())
-        elif self._due[0][2] is fut and self._wake is not None and not self._wake.done():
+        elif self._due[0][2] is item and self._wake is not None and not self._wake.done():
             self._wake.set_result(None)  # due before what the spinner sleeps for
-        await fut
+        await item.done
+
+    def _release_due(self) -> None:
+        """Send every reply whose time has come (a no-op, bar a clock read, when none)."""
+        now = time.monotonic()
+        while self._due and self._due[0][0] <= now:
+            item = heapq.heappop(self._due)[2]
+            if item.done.done():  # its handler was cancelled (server shutdown)
+                continue
+            if item.response is not None:  # None: a Disconnect, due now
+                with contextlib.suppress(Exception):  # the client may have gone
+                    self._send(item.writer, item.response, item.timing)
+            item.done.set_result(None)
 
     async def _spin(self) -> None:
         """Release each waiting reply at its due time: sleep until `_SPIN_S` before the
@@ -474,11 +510,8 @@ class _Core:
         runs in between)."""
         loop = asyncio.get_running_loop()
         while self._due:
+            self._release_due()
             now = time.monotonic()
-            while self._due and self._due[0][0] <= now:
-                fut = heapq.heappop(self._due)[2]
-                if not fut.done():  # a cancelled handler's (server shutdown)
-                    fut.set_result(None)
             if not self._due:
                 return
             remaining = self._due[0][0] - now - _SPIN_S
@@ -553,6 +586,26 @@ def _from_openai(m: dict[str, Any]) -> dict[str, Any]:
     if "reasoning_content" in out and "reasoning" not in out:
         out["reasoning"] = out.pop("reasoning_content")
     return {k: v for k, v in out.items() if k in Message.model_fields}
+
+
+_SENT = b""  # _respond's "the reply has been written already" (compared by identity)
+
+
+class _Due:
+    """A reply waiting for its due time (precise latency)."""
+
+    __slots__ = ("done", "response", "timing", "writer")
+
+    def __init__(
+        self,
+        writer: asyncio.StreamWriter,
+        response: bytes | None,
+        timing: DeliveredLatency | None,
+    ) -> None:
+        self.writer = writer
+        self.response = response
+        self.timing = timing
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
 
 def _set_if_pending(fut: asyncio.Future[None]) -> None:
