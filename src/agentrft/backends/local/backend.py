@@ -34,6 +34,8 @@ class TrainResult:
     history: list[dict[str, float]] = field(default_factory=list)
     before: list[EvalReport] = field(default_factory=list)
     after: list[EvalReport] = field(default_factory=list)
+    #: After the SFT warm-up, before RL (empty without a warm-up).
+    after_sft: list[EvalReport] = field(default_factory=list)
     wall_s: float = 0.0
 
 
@@ -341,6 +343,7 @@ async def train_async(
             loop.validate = validate
         eval_dir = run.path / "eval"
         before: list[EvalReport] = _load_eval(eval_dir, "before")
+        after_sft: list[EvalReport] = _load_eval(eval_dir, "after_sft")
         if checkpoint is not None:
             state = await loop.restore(checkpoint)
             run.truncate_after(loop.step)
@@ -377,6 +380,14 @@ async def train_async(
                 )
                 say(f"SFT warm-up done in {time.perf_counter() - t0:.1f}s", highlight=False)
             await loop.sync(0)
+            if config.local.sft_warmup_steps > 0 and config.local.eval_after and val_prompts:
+                # What RL adds shows only next to what the warm-up alone reached.
+                say(f"evaluating the warmed-up adapter on {len(val_prompts)} held-out rows ...")
+                after_sft, trajs = await run_eval(
+                    task, config, engine, val_prompts, adapter=loop.policy.adapter,
+                    label="after SFT", reward_fn=reward_fn,
+                )  # fmt: skip
+                _save_eval(eval_dir, "after_sft", after_sft, trajs)
             loop.checkpoint()
         with view:
             history = await loop.train()
@@ -399,7 +410,7 @@ async def train_async(
         if console is not None and (before or after):
             from agentrft.evaluation import reports_table
 
-            console.print(reports_table([*before, *after]))
+            console.print(reports_table([*before, *after_sft, *after]))
         run.update_info(status="finished", steps=loop.step)
         if tracker is not None:
             if after:
@@ -414,6 +425,7 @@ async def train_async(
             history=history,
             before=before,
             after=after,
+            after_sft=after_sft,
             wall_s=time.perf_counter() - started,
         )
     except BaseException:
