@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agentrft.backends.local.chat_tokens import ChatTokenizer
@@ -87,7 +88,14 @@ def apply_cpu_preset(config: Config, *, has_expert: bool = True) -> Config:
 def resolve_model_path(config: Config) -> str:
     """The model directory or id to load; builds the tiny model when none is configured."""
     if config.local.model:
-        return config.local.model
+        model = config.local.model
+        if Path(model).expanduser().exists():
+            return str(Path(model).expanduser())
+        # A hub id: fetch it here once, so the vLLM server (started offline) and the
+        # trainer read the same local snapshot.
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(model)
     if cuda_available():
         raise ValueError(
             "local.model is not set; on a GPU machine name a model, e.g. "
