@@ -113,3 +113,30 @@ def test_explicit_sft_warmup_needs_an_expert(tmp_path):
     with pytest.raises(ValueError, match="has no scripted expert"):
         LocalBackend().train(CountA(), config)
     assert not (tmp_path / "runs").exists()
+
+
+def test_train_continues_from_a_given_adapter(tmp_path, tiny_156k):
+    import torch
+    from safetensors.torch import load_file
+
+    from agentrft.backends.local.vllm_adapters import make_adapter
+
+    start = make_adapter(tiny_156k, tmp_path / "start", rank=4, alpha=8, random_b_std=0.05)
+    config = tiny_config(
+        tmp_path,
+        max_steps=1,
+        group_size=2,
+        global_batch_size=1,
+        sampling_max_tokens=4,
+        lora_rank=4,
+        lora_alpha=8,
+        **{"local.tiny_model": "156k", "local.adapter": str(start)},
+    )
+    result = LocalBackend().train(CountA(), config)
+    first = load_file(str(result.run_dir / "adapters" / "v000001" / "adapter_model.safetensors"))
+    given = load_file(str(start / "adapter_model.safetensors"))
+    assert first.keys() == given.keys()
+    # One step from the given adapter: close to it, not to a fresh (B = 0) LoRA.
+    b = next(k for k in given if "lora_B" in k)
+    assert torch.allclose(first[b], given[b], atol=0.05)
+    assert given[b].abs().sum() > 0 and not torch.equal(first[b], torch.zeros_like(first[b]))

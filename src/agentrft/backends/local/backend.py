@@ -279,6 +279,7 @@ async def train_async(
             config,
             engine.model_path,
             max_completion_length=config.sampling_max_tokens * limits.max_turns,
+            adapter=config.local.adapter,  # continue training a LoRA adapter (e.g. an SFT one)
         )
         if config.local.tracking == "mlflow":
             tracker = Tracker(
