@@ -124,6 +124,12 @@ class LocalConfig(_Section):
     tracking: Literal["mlflow", "none"] = Field(
         "mlflow", description="mlflow: log params/metrics to MLflow; none: metrics.jsonl only."
     )
+    save_prompt_token_ids: bool = Field(
+        False,
+        description="Keep every turn's prompt token ids in trajectories.jsonl (each turn repeats "
+        "the whole conversation: ~20 MB for the CPU demo, GBs at GPU scale). Completion ids "
+        "and logprobs are always kept.",
+    )
     eval_before: bool = Field(
         True, description="Evaluate the starting policy before training (the 'before' row)."
     )

@@ -132,6 +132,7 @@ def tiny_config(tmp_path: Any, **values: Any) -> Config:
         "local.eval_before": False,
         "local.eval_after": False,
         "local.tiny_model": "1m",
+        "local.save_prompt_token_ids": True,  # the tests rebuild sequences from the JSONL
         "local.micro_batch_size": 16,
         "max_epochs": 1000,
         "lora_rank": 16,

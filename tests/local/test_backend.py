@@ -37,6 +37,7 @@ def test_train_logs_to_mlflow_and_prints_before_after(tmp_path):
             "local.eval_before": True,
             "local.eval_after": True,
             "local.run_name": "ml",
+            "local.save_prompt_token_ids": False,
             "local.tiny_model": "156k",
             "eval.n": 3,
             "eval.temperatures": [1.0],
@@ -53,6 +54,12 @@ def test_train_logs_to_mlflow_and_prints_before_after(tmp_path):
     ).is_file()
     assert (run / "checkpoints" / "step_000002" / "state.json").is_file()
     assert json.loads((run / "eval" / "after.json").read_text())[0]["episodes"] == 3
+    from agentrft.trajectory import read_trajectories
+
+    stored = list(read_trajectories(run / "trajectories.jsonl"))
+    assert len(stored) == 2 * 2 * 4
+    assert all(t.turns[0].prompt_token_ids is None for t in stored)  # not kept by default
+    assert all(t.turns[0].completion_token_ids and t.turns[0].logprobs for t in stored)
     info = json.loads((run / "run.json").read_text())
     assert info["status"] == "finished" and info["steps"] == 2
 

@@ -185,8 +185,17 @@ class GRPOLoop:
         metrics = self._metrics(trajs, rewards, adv.zero_variance_fraction, rollout_s)
         metrics.update(train_metrics)
         metrics.update(train_s=train_s, sync_s=sync_s, step_s=time.perf_counter() - t0)
-        append_trajectories(trajs, self.run.path / "trajectories.jsonl")
+        append_trajectories(self._for_storage(trajs), self.run.path / "trajectories.jsonl")
         return metrics
+
+    def _for_storage(self, trajs: list[Trajectory]) -> list[Trajectory]:
+        if self.config.local.save_prompt_token_ids:
+            return trajs
+        out = []
+        for t in trajs:
+            turns = [turn.model_copy(update={"prompt_token_ids": None}) for turn in t.turns]
+            out.append(t.model_copy(update={"turns": turns}))
+        return out
 
     def _episode_finished(self, trajectory: Trajectory) -> None:
         try:
