@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hashlib
 import heapq
 import inspect
@@ -397,6 +398,7 @@ class _Core:
                     # Let every request read in this turn of the loop be stamped before any
                     # is parsed and rendered (tens of us each), so a burst's last request
                     # is not stamped, and answered, late by the work on the others.
+                    self._release_due()
                     await asyncio.sleep(0)
                 keep_alive = version == "HTTP/1.1" and headers.get("connection", "") != "close"
                 if not counted and not path.startswith("/_fake/"):
@@ -874,6 +876,9 @@ def _serve_in_process(cfg: _Config, port: int, conn: Any) -> None:
             conn.send(f"{type(exc).__name__}: {exc}")
             return
         conn.send(bound)
+        # The child serves and does nothing else: move everything alive now (imports, the
+        # script) out of the collector's view, so a full collection does not stall replies.
+        gc.freeze()
         loop = asyncio.get_running_loop()
         # Block on the pipe in a worker thread: EOF (parent died) or "stop" ends the server.
         with contextlib.suppress(Exception):
