@@ -23,8 +23,11 @@ alone with a `ScriptedPolicy` and no HTTP (the ceiling of (a)), and raw keep-ali
 with no client library and no agent loop (the floor of (b) on this machine and server). Each figure is the best and the median of
 `--repeat` runs (the machine may be shared). Prints figures only; asserts nothing.
 
-    .venv/bin/python bench/rollouts.py
-    .venv/bin/python bench/rollouts.py --transport aiohttp --b-turns 10,40 --repeat 5
+Every figure line says how much CPU other processes used meanwhile ("others' CPU", in
+cores): on a shared 2-core machine only figures with that near 0 mean anything.
+
+    .venv/bin/python bench/rollouts.py --b-turns 10,40 --repeat 5
+    .venv/bin/python bench/rollouts.py --transport raw --b-turns 10,40 --repeat 5 --gc-freeze
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from agentrft.testing.fake_server import DeliveredLatency
 from agentrft.testing.tasks import CounterInstance
 
 TRANSPORTS = ["openai", "openai-aiohttp", "aiohttp", "raw"]
+GC_FREEZE = False  # --gc-freeze
 
 
 class EpisodeCounterTask(CounterTask):
@@ -71,6 +75,8 @@ async def _play(policy: Any, n: int, turns: int, concurrency: int) -> tuple[floa
     rows = [json.dumps({"target": turns, "episode": i}) for i in range(n)]
     task = EpisodeCounterTask()
     gc.collect()
+    if GC_FREEZE:
+        gc.freeze()  # what is alive now (imports, the policy, its pool) is never scanned again
     t0 = time.monotonic()
     trajs = await run_episodes(task, rows, policy, concurrency=concurrency)
     t1 = time.monotonic()
@@ -317,7 +323,15 @@ def main() -> None:
         action="store_true",
         help="the server waits with asyncio.sleep alone (up to ~1-2 ms late), not precisely",
     )
+    parser.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="gc.freeze() in the client before each run (what a rollout worker could do "
+        "after its setup): shows what the cyclic collector's pauses cost; off by default",
+    )
     args = parser.parse_args()
+    global GC_FREEZE
+    GC_FREEZE = args.gc_freeze
     transports = TRANSPORTS if args.transport == "all" else [args.transport]
 
     common: dict[str, Any] = {"process": True, "record": False, "parse_messages": False}
@@ -331,7 +345,12 @@ def main() -> None:
     with fast, slow:
         CpuMeter.pids = [p for p in (fast.pid, slow.pid) if p is not None and p != os.getpid()]
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-        print(f"bench/rollouts.py on {os.cpu_count()} CPUs (load average {load})")
+        gc_note = ", client gc.freeze()" if args.gc_freeze else ""
+        latency_note = "plain" if args.plain_latency else "precise"
+        print(
+            f"bench/rollouts.py on {os.cpu_count()} CPUs (load average {load}); "
+            f"server latency {latency_note}{gc_note}"
+        )
         asyncio.run(_bench_loop_only(args))
         asyncio.run(_bench_floor(slow, args))
         for transport in transports:
