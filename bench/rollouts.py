@@ -41,8 +41,9 @@ import os
 import statistics
 import time
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from agentrft import ScriptedPolicy, run_episodes
 from agentrft.policies.openai_client import OpenAIPolicy
@@ -52,6 +53,7 @@ from agentrft.testing.tasks import CounterInstance
 
 TRANSPORTS = ["openai", "openai-aiohttp", "aiohttp", "raw"]
 GC_FREEZE = False  # --gc-freeze
+T = TypeVar("T")
 
 
 class EpisodeCounterTask(CounterTask):
@@ -196,31 +198,50 @@ def _summary(values: list[float], fmt: str, best: Any = max) -> str:
     return f"best {fmt.format(best(values))}, median {fmt.format(statistics.median(values))}"
 
 
-async def _turns_per_s(policy: Any, args: argparse.Namespace) -> tuple[list[float], list[float]]:
+async def _clean_runs(
+    args: argparse.Namespace, one: Callable[[], Awaitable[tuple[T, float]]]
+) -> tuple[list[T], str]:
+    """`--repeat` runs of `one() -> (figure, others' CPU)`, dropping (and replacing, up to
+    `--extra-runs` times) those during which other processes used more than
+    `--max-others` cores; all runs if none was clean. Returns the figures and a note."""
+    kept: list[T] = []
+    dropped: list[T] = []
+    while len(kept) < args.repeat and len(kept) + len(dropped) < args.repeat + args.extra_runs:
+        value, others = await one()
+        (dropped if others > args.max_others else kept).append(value)
+    note = f" [{len(dropped)} busy run(s) dropped]" if dropped and kept else ""
+    if not kept:
+        note = f" [NO CLEAN RUN: others' CPU > {args.max_others:g} cores in all]"
+    return kept or dropped, note
+
+
+async def _turns_per_s(policy: Any, args: argparse.Namespace) -> tuple[list[float], str]:
     await _play(policy, args.concurrency, 2, args.concurrency)  # open the connections
-    rates, others = [], []
-    for _ in range(args.repeat):
+
+    async def one() -> tuple[float, float]:
         meter = CpuMeter()
         t0, t1, turns = await _play(policy, args.episodes, args.turns, args.concurrency)
-        others.append(meter.others())
-        rates.append(turns / (t1 - t0))
-    return rates, others
+        return turns / (t1 - t0), meter.others()
+
+    return await _clean_runs(args, one)
 
 
 async def _vs_ideal(
     policy: Any, server: FakeOpenAIServer, turns: int, args: argparse.Namespace
-) -> list[BRun]:
+) -> tuple[list[BRun], str]:
     await _play(policy, args.concurrency, 1, args.concurrency)
-    runs = []
-    for _ in range(args.repeat):
+
+    async def one() -> tuple[BRun, float]:
         server.clear()
         meter = CpuMeter()
         t0, t1, _ = await _play(policy, args.concurrency, turns, args.concurrency)
         others = meter.others()
         latency = args.latency_ms / 1000.0
-        runs.append(_analyse(t0, t1, server.latencies(), args.concurrency, turns, latency))
-        runs[-1].others = others
-    return runs
+        run = _analyse(t0, t1, server.latencies(), args.concurrency, turns, latency)
+        run.others = others
+        return run, others
+
+    return await _clean_runs(args, one)
 
 
 def _policy(url: str, transport: str, args: argparse.Namespace) -> OpenAIPolicy:
@@ -237,22 +258,22 @@ async def _bench_transport(
     fast: str, slow: FakeOpenAIServer, transport: str, args: argparse.Namespace
 ) -> None:
     async with _policy(fast, transport, args) as policy:
-        rates, others = await _turns_per_s(policy, args)
+        rates, note = await _turns_per_s(policy, args)
     print(
         f"  (a) zero latency: {_summary(rates, '{:.0f}')} turns/s "
-        f"({args.episodes} episodes x {args.turns} turns, {args.concurrency} in flight; "
-        f"others' CPU median {statistics.median(others):.2f} cores)"
+        f"({args.episodes} episodes x {args.turns} turns, {args.concurrency} in flight)"
+        f"{note}"
     )
     for turns in args.b_turns:
         async with _policy(slow.base_url, transport, args) as policy:
-            runs = await _vs_ideal(policy, slow, turns, args)
+            runs, note = await _vs_ideal(policy, slow, turns, args)
         label = f"{args.latency_ms:g} ms x {args.concurrency} episodes x {turns} turns"
-        print(f"  (b) {_b_report(label, runs)}")
+        print(f"  (b) {_b_report(label, runs)}{note}")
 
 
 async def _raw_floor(
     server: FakeOpenAIServer, turns: int, episodes: int, args: argparse.Namespace
-) -> list[BRun]:
+) -> tuple[list[BRun], str]:
     """(b) with no client library and no agent loop: `episodes` raw keep-alive sockets
     each sending `turns` requests in sequence. What the machine and server allow."""
     host, port = "127.0.0.1", server.port
@@ -275,17 +296,20 @@ async def _raw_floor(
             start = head.index(b"content-length:") + 15
             json.loads(await reader.readexactly(int(head[start : head.index(b"\r\n", start)])))
 
-    runs = []
     latency = args.latency_ms / 1000.0
-    for _ in range(args.repeat):
+
+    async def one() -> tuple[BRun, float]:
         server.clear()
         meter = CpuMeter()
         t0 = time.monotonic()
         await asyncio.gather(*(episode(i, r, w) for i, (r, w) in enumerate(conns)))
         t1 = time.monotonic()
         others = meter.others()
-        runs.append(_analyse(t0, t1, server.latencies(), episodes, turns, latency))
-        runs[-1].others = others
+        run = _analyse(t0, t1, server.latencies(), episodes, turns, latency)
+        run.others = others
+        return run, others
+
+    runs = await _clean_runs(args, one)
     for _, w in conns:
         w.close()
     return runs
@@ -294,14 +318,14 @@ async def _raw_floor(
 async def _bench_floor(slow: FakeOpenAIServer, args: argparse.Namespace) -> None:
     for turns in args.b_turns:
         for episodes in (1, args.concurrency):
-            runs = await _raw_floor(slow, turns, episodes, args)
+            runs, note = await _raw_floor(slow, turns, episodes, args)
             label = f"floor, raw sockets, {episodes} episode(s) x {turns} turns"
-            print(f"  (b) {_b_report(label, runs)}")
+            print(f"  (b) {_b_report(label, runs)}{note}")
 
 
 async def _bench_loop_only(args: argparse.Namespace) -> None:
-    rates, _ = await _turns_per_s(ScriptedPolicy(counter_script), args)
-    print(f"agent loop alone (ScriptedPolicy, no HTTP): {_summary(rates, '{:.0f}')} turns/s")
+    rates, note = await _turns_per_s(ScriptedPolicy(counter_script), args)
+    print(f"agent loop alone (ScriptedPolicy, no HTTP): {_summary(rates, '{:.0f}')} turns/s{note}")
 
 
 def main() -> None:
@@ -317,7 +341,17 @@ def main() -> None:
     )
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency-ms", type=float, default=50.0)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3, help="clean runs per figure")
+    parser.add_argument(
+        "--max-others",
+        type=float,
+        default=0.15,
+        help="a run during which other processes used more CPU than this (cores) is "
+        "dropped and run again (a shared machine); inf keeps every run",
+    )
+    parser.add_argument(
+        "--extra-runs", type=int, default=10, help="at most this many runs dropped per figure"
+    )
     parser.add_argument(
         "--plain-latency",
         action="store_true",
