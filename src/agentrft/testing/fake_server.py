@@ -23,10 +23,12 @@ only.
 handed to the kernel, and every chat request's delivered latency is kept (`latencies()`,
 always, even with `record=False`: a few numbers per request). A plain `asyncio.sleep`
 overshoots by up to a millisecond or two (epoll's timeout is in whole milliseconds, then
-the process must be woken); `precise_latency=True` sleeps until `_SPIN_S` before the due
-time and then polls the loop (`await asyncio.sleep(0)`) until it, so replies leave within
-a few tenths of a millisecond of the due time, at the price of spinning a core for those
-last milliseconds: meant for benchmarks with the server in its own process.
+the process must be woken); `precise_latency=True` has one task sleep until `_SPIN_S`
+before the earliest due time and then poll the loop (`await asyncio.sleep(0)`) until it,
+writing each reply as it falls due, so a lone reply leaves within microseconds of its due
+time, at the price of spinning a core for those last milliseconds: meant for benchmarks
+with the server in its own process. Replies that fall due together still leave one write
+apart (a loopback send costs some 15-20 us on a small VM), which `latencies()` shows.
 """
 
 from __future__ import annotations
