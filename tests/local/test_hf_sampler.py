@@ -143,37 +143,3 @@ def test_fast_lora_merge_matches_peft(tiny_156k, tmp_path):
     torch.testing.assert_close(fast, peft_logits, rtol=1e-4, atol=1e-5)
     assert not torch.allclose(plain, fast, atol=1e-3)
 
-
-async def test_next_turn_reuses_the_episode_kv(sampler):
-    first_prompt = _prompt(sampler, "system prompt and tools, then the first user turn")
-    s1 = [Sampling(max_tokens=6, seed=s) for s in (11, 12)]
-    turn1 = await asyncio.gather(*(sampler.generate(first_prompt, s) for s in s1))
-    suffix = _prompt(sampler, " tool reply; next assistant header")
-    second = [first_prompt + g.token_ids + suffix for g in turn1]
-    s2 = [Sampling(max_tokens=6, seed=s) for s in (21, 22)]
-    calls: list[int] = []
-    forward = sampler.model.forward
-
-    def spy(*args, **kwargs):
-        calls.append(kwargs["input_ids"].shape[1])
-        return forward(*args, **kwargs)
-
-    sampler.model.forward = spy
-    try:
-        reused = await asyncio.gather(
-            *(sampler.generate(p, s) for p, s in zip(second, s2, strict=True))
-        )
-    finally:
-        del sampler.model.forward
-    # Only the new ids were prefilled (the last sampled id of turn 1 and the suffix).
-    assert calls[0] <= len(suffix) + 1
-    saved, sampler.kv_cache_bytes = sampler.kv_cache_bytes, 0  # the same turn, recomputed
-    try:
-        fresh = await asyncio.gather(
-            *(sampler.generate(p, s) for p, s in zip(second, s2, strict=True))
-        )
-    finally:
-        sampler.kv_cache_bytes = saved
-    for a, b in zip(reused, fresh, strict=True):
-        assert a.token_ids == b.token_ids
-        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)

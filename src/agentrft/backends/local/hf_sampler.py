@@ -12,25 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentrft.backends.local.sampler import Generation, SamplerError
 from agentrft.policy import Sampling
-
-
-@dataclass
-class _RowKV:
-    """One sequence's KV cache: per layer (keys, values) of shape (heads, length, dim)."""
-
-    layers: list[tuple[Any, Any]]
-    length: int
-
-    @property
-    def nbytes(self) -> int:
-        return sum(k.nbytes + v.nbytes for k, v in self.layers)
 
 
 @dataclass
@@ -55,7 +42,6 @@ class HFSampler:
         stop_ids: set[int] | frozenset[int] | None = None,
         max_batch_size: int = 64,
         seed: int = 0,
-        kv_cache_bytes: int = 1 << 30,
     ) -> None:
         import torch
 
@@ -73,11 +59,6 @@ class HFSampler:
         self.max_positions = int(getattr(model.config, "max_position_embeddings", 1 << 30))
         self.adapters: dict[str, str] = {}  # name -> path
         self._merged: dict[str, Any] = {}  # name -> base copy with the adapter merged in
-        #: Bytes of per-episode KV kept between turns (0 turns the reuse off).
-        self.kv_cache_bytes = kv_cache_bytes
-        self._kv: OrderedDict[tuple[str | None, tuple[int, ...]], _RowKV] = OrderedDict()
-        self._kv_lengths: dict[str | None, dict[int, int]] = {}
-        self._kv_bytes = 0
         self._generator = torch.Generator().manual_seed(seed)
         self._lock = threading.Lock()  # the adapter table (swaps run in threads)
         self._queue: asyncio.Queue[_Request] | None = None
@@ -156,88 +137,6 @@ class HFSampler:
         with self._lock:
             self._merged.pop(name, None)
             self.adapters.pop(name, None)
-            self._kv_drop_adapter(name)
-
-    # -- per-episode KV reuse -------------------------------------------------------------
-
-    def _kv_take(self, adapter: str | None, prompt: list[int]) -> _RowKV | None:
-        """The stored KV of the longest earlier sequence `prompt` extends (removed)."""
-        if not self.kv_cache_bytes:
-            return None
-        with self._lock:
-            for length in sorted(self._kv_lengths.get(adapter, ()), reverse=True):
-                if length >= len(prompt):
-                    continue
-                entry = self._kv.pop((adapter, tuple(prompt[:length])), None)
-                if entry is not None:
-                    self._kv_bytes -= entry.nbytes
-                    self._kv_forget_length(adapter, length)
-                    return entry
-        return None
-
-    def _kv_keep(
-        self,
-        adapter: str | None,
-        cache: Any,
-        reqs: list[_Request],
-        out_ids: list[list[int]],
-        starts: list[int],
-        region_a: int,
-        width: int,
-        tails: list[list[int]],
-        fed: list[int],
-    ) -> None:
-        """Keep each row's KV (prompt + fed generated tokens) for the episode's next turn."""
-        if not self.kv_cache_bytes:
-            return
-        import torch
-
-        layers = getattr(cache, "layers", None)
-        if not layers or not all(hasattr(layer, "keys") for layer in layers):
-            return
-        for i, r in enumerate(reqs):
-            idx = torch.cat(
-                [
-                    torch.arange(region_a - starts[i], region_a),
-                    torch.arange(region_a + width - len(tails[i]), region_a + width),
-                    torch.arange(region_a + width, region_a + width + fed[i]),
-                ]
-            ).to(layers[0].keys.device)
-            kv = [
-                (
-                    layer.keys[i].index_select(-2, idx).clone(),
-                    layer.values[i].index_select(-2, idx).clone(),
-                )
-                for layer in layers
-            ]
-            key = (adapter, tuple(r.prompt_ids) + tuple(out_ids[i][: fed[i]]))
-            entry = _RowKV(kv, len(key[1]))
-            with self._lock:
-                if adapter is not None and adapter not in self._merged:
-                    return  # unloaded meanwhile
-                old = self._kv.pop(key, None)
-                if old is not None:
-                    self._kv_bytes -= old.nbytes
-                    self._kv_forget_length(adapter, old.length)
-                self._kv[key] = entry
-                self._kv_bytes += entry.nbytes
-                self._kv_lengths.setdefault(adapter, {}).setdefault(entry.length, 0)
-                self._kv_lengths[adapter][entry.length] += 1
-                while self._kv_bytes > self.kv_cache_bytes and self._kv:
-                    (a, _), dropped = self._kv.popitem(last=False)  # least recently kept
-                    self._kv_bytes -= dropped.nbytes
-                    self._kv_forget_length(a, dropped.length)
-
-    def _kv_forget_length(self, adapter: str | None, length: int) -> None:
-        counts = self._kv_lengths.get(adapter, {})
-        counts[length] = counts.get(length, 1) - 1
-        if counts[length] <= 0:
-            counts.pop(length, None)
-
-    def _kv_drop_adapter(self, adapter: str | None) -> None:
-        for key in [k for k in self._kv if k[0] == adapter]:
-            self._kv_bytes -= self._kv.pop(key).nbytes
-        self._kv_lengths.pop(adapter, None)
 
     # -- batching -----------------------------------------------------------------------
 
@@ -284,14 +183,12 @@ class HFSampler:
                 raise SamplerError(f"adapter {adapter!r} was unloaded")
             model = self.model if adapter is None else self._merged[adapter]
         with torch.inference_mode():
-            outs = self._decode_loop(model, reqs, adapter)
+            outs = self._decode_loop(model, reqs)
         self.batches += 1
         self.generated_tokens += sum(len(o.token_ids) for o in outs)
         return outs
 
-    def _decode_loop(
-        self, model: Any, reqs: list[_Request], adapter: str | None = None
-    ) -> list[Generation]:
+    def _decode_loop(self, model: Any, reqs: list[_Request]) -> list[Generation]:
         import inspect
 
         import torch
@@ -320,50 +217,37 @@ class HFSampler:
         cache_kw = "cache" if "cache" in params else "past_key_values"
         cache = _growing_cache()
 
-        # Region A holds KV computed before this batch's prefill, right-aligned per row:
-        # an episode's previous turn (its KV kept from that batch), or else the head the
-        # rows share (system prompt, tools, first user turn) run once and copied per row.
-        hits = [self._kv_take(adapter, r.prompt_ids) for r in reqs]
-        if any(h is not None for h in hits):
-            starts = [h.length if h is not None else 0 for h in hits]
-            _load_rows_kv(cache, hits, model, device)
-        else:
-            shared = _common_prefix_len([r.prompt_ids for r in reqs]) if n > 1 else 0
-            shared = min(shared, min(lens) - 1)
-            if shared < self.min_shared_prefix:
-                shared = 0
-            if shared:
-                head = torch.tensor([reqs[0].prompt_ids[:shared]], device=device)
-                model(
-                    input_ids=head,
-                    position_ids=torch.arange(shared, device=device)[None],
-                    use_cache=True,
-                    logits_to_keep=1,
-                    **{cache_kw: cache},
-                )
-                cache.batch_repeat_interleave(n)
-            starts = [shared] * n
-        region_a = max(starts)
-        tails = [r.prompt_ids[a:] for r, a in zip(reqs, starts, strict=True)]
+        # The rows of a batch usually share a long head (system prompt, tools, first user
+        # turn): run it once and copy its KV to every row, then prefill only the tails.
+        shared = _common_prefix_len([r.prompt_ids for r in reqs]) if n > 1 else 0
+        shared = min(shared, min(lens) - 1)
+        if shared < self.min_shared_prefix:
+            shared = 0
+        if shared:
+            head = torch.tensor([reqs[0].prompt_ids[:shared]], device=device)
+            model(
+                input_ids=head,
+                position_ids=torch.arange(shared, device=device)[None],
+                use_cache=True,
+                logits_to_keep=1,
+                **{cache_kw: cache},
+            )
+            cache.batch_repeat_interleave(n)
+        tails = [r.prompt_ids[shared:] for r in reqs]
         width = max(len(t) for t in tails)
         ids = torch.full((n, width), self.pad_id, dtype=torch.long)
         tail_mask = torch.zeros((n, width), dtype=torch.long)
-        head_mask = torch.zeros((n, region_a), dtype=torch.long)
         for i, t in enumerate(tails):
             ids[i, width - len(t) :] = torch.tensor(t)
             tail_mask[i, width - len(t) :] = 1
-            head_mask[i, region_a - starts[i] :] = 1
         ids, tail_mask = ids.to(device), tail_mask.to(device)
-        # Padding sits before region A and between it and each tail; the mask hides it.
-        mask = torch.cat([head_mask.to(device), tail_mask], dim=1)
-        offsets = torch.tensor(starts, dtype=torch.long, device=device).unsqueeze(-1)
-        step_pos = offsets + (tail_mask.cumsum(-1) - 1).clamp(min=0)
+        # Padding sits between the shared head and each tail; the mask hides it.
+        mask = torch.cat(
+            [torch.ones((n, shared), dtype=torch.long, device=device), tail_mask], dim=1
+        )
+        step_pos = shared + (tail_mask.cumsum(-1) - 1).clamp(min=0)
         step_input = ids
-        fed = [0] * n  # generated tokens of each row whose KV is in the cache
-        sampled_last: list[int] = []
         for _ in range(max(budgets, default=0)):
-            for i in sampled_last:
-                fed[i] += 1
             logits = model(
                 input_ids=step_input,
                 attention_mask=mask,
@@ -374,7 +258,6 @@ class HFSampler:
             ).logits[:, -1, :]
             logits = logits.float().cpu()
             active = [i for i in range(n) if finish[i] is None]
-            sampled_last = active
             toks, lps = _sample_rows(logits, temps, top_ps, [gens[i] for i in active], active)
             next_tokens = torch.full((n,), self.pad_id, dtype=torch.long)
             for i, tok, lp in zip(active, toks, lps, strict=True):
@@ -393,27 +276,10 @@ class HFSampler:
             step_input = next_tokens.view(n, 1).to(device)
             step_pos = step_pos[:, -1:] + 1
             mask = torch.cat([mask, torch.ones((n, 1), dtype=mask.dtype, device=device)], dim=1)
-        self._kv_keep(adapter, cache, reqs, out_ids, starts, region_a, width, tails, fed)
         return [
             Generation(token_ids=t, logprobs=lp, finish_reason=f or "length")  # type: ignore[arg-type]
             for t, lp, f in zip(out_ids, out_lp, finish, strict=True)
         ]
-
-
-def _load_rows_kv(cache: Any, rows: list[_RowKV | None], model: Any, device: Any) -> None:
-    """Fill `cache` with each row's stored KV, right-aligned (rows without one: padding)."""
-    width = max(r.length for r in rows if r is not None)
-    sample = next(r for r in rows if r is not None)
-    for layer_idx in range(len(sample.layers)):
-        k0, v0 = sample.layers[layer_idx]
-        keys = k0.new_zeros((len(rows), k0.shape[0], width, k0.shape[-1]))
-        values = v0.new_zeros((len(rows), v0.shape[0], width, v0.shape[-1]))
-        for i, r in enumerate(rows):
-            if r is not None:
-                k, v = r.layers[layer_idx]
-                keys[i, :, width - r.length :] = k
-                values[i, :, width - r.length :] = v
-        cache.update(keys.to(device), values.to(device), layer_idx)
 
 
 def _merge_lora_fast(base: Any, path: str) -> Any | None:
