@@ -142,4 +142,3 @@ def test_fast_lora_merge_matches_peft(tiny_156k, tmp_path):
         plain = base(input_ids=ids).logits  # the base itself is untouched
     torch.testing.assert_close(fast, peft_logits, rtol=1e-4, atol=1e-5)
     assert not torch.allclose(plain, fast, atol=1e-3)
-
