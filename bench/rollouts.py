@@ -209,7 +209,7 @@ async def _clean_runs(
     while len(kept) < args.repeat and len(kept) + len(dropped) < args.repeat + args.extra_runs:
         value, others = await one()
         (dropped if others > args.max_others else kept).append(value)
-    note = f" [{len(dropped)} busy run(s) dropped]" if dropped and kept else ""
+    note = f" [{len(kept)} clean runs; {len(dropped)} busy one(s) dropped]" if dropped else ""
     if not kept:
         note = f" [NO CLEAN RUN: others' CPU > {args.max_others:g} cores in all]"
     return kept or dropped, note
