@@ -3,8 +3,9 @@
 Concurrent `generate` calls are gathered into batches: every episode of a step asks for
 its next turn at about the same time, so one left-padded forward with a KV cache serves
 them all. Requests for different adapters never share a batch (the vLLM trap of an
-adapter leaking into base requests cannot happen here either). Each row samples with its
-own seeded generator, so results do not depend on which batch a request landed in.
+adapter leaking into base requests cannot happen here either). Each row draws from its
+own seeded generator, so a request's random draws do not depend on which batch it landed
+in (its logits may still differ in the last float bits with the batch's shape).
 """
 
 from __future__ import annotations
