@@ -167,8 +167,9 @@ class Tracker:
 
         import mlflow
 
-        # Alembic's migration chatter would bury the live view.
+        # Alembic's and mlflow's store-migration chatter would bury the live view.
         logging.getLogger("alembic").setLevel(logging.WARNING)
+        logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
         if tracking_uri is None:
             db = (run.path / "mlflow.db").resolve()
             if not db.exists():

@@ -187,7 +187,9 @@ def build_tiny_model(out_dir: str | Path, *, size: TinySize = "1m", seed: int = 
     """Build and `save_pretrained` the tokenizer and a random-init Llama into `out_dir`."""
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # a 1-shard save needs no progress bar
     out_dir = Path(out_dir)
     tokenizer = build_tokenizer()
     hidden, layers, heads, inter = SIZES[size]
