@@ -112,6 +112,14 @@ class LocalConfig(_Section):
         0, ge=0, description="SFT steps on the task's scripted expert games before RL."
     )
     sft_learning_rate: float = Field(1e-3, gt=0)
+    max_sequence_length: int | None = Field(
+        None,
+        ge=16,
+        description="Longest SFT training sequence in tokens; longer expert games are cut "
+        "(their tail is not trained on). Default: no cut. Long workflows (expense_report) "
+        "rendered by a small tokenizer can run to ~10k tokens, and attention memory grows "
+        "with the square of that.",
+    )
     run_dir: str = Field("runs", description="Where run directories are created.")
     run_name: str | None = None
     checkpoint_every: int = Field(

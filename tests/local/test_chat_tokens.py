@@ -186,3 +186,27 @@ async def test_sft_sequence_trains_assistant_ids_only(chat: ChatTokenizer):
     trained = chat.decode([i for i, m in zip(seq.token_ids, seq.mask, strict=True) if m])
     assert trained == _call("apple") + "<|im_end|>" + _call("cherry") + "<|im_end|>"
     assert seq.token_ids[-1] == chat.end_of_turn_id
+
+
+async def test_expert_sequences_are_cut_to_max_length(chat: ChatTokenizer):
+    from agentrft.backends.local.sft import expert_sequences
+
+    task = FruitGuess()
+    full = await expert_sequences(task, ["cherry"], chat)
+    assert len(full[0].token_ids) > 40
+    cut = await expert_sequences(task, ["cherry"], chat, max_length=40)
+    assert len(cut[0].token_ids) == 40
+    assert cut[0].token_ids == full[0].token_ids[:40]
+    assert cut[0].mask == full[0].mask[:40]
+
+
+def test_cpu_preset_caps_sft_sequences(tmp_path):
+    from agentrft.backends.local.engine import apply_cpu_preset, uses_tiny_model
+    from agentrft.config import load_config
+
+    config = load_config(overrides=[f"local.run_dir={tmp_path}"])
+    if not uses_tiny_model(config):
+        pytest.skip("the CPU preset applies only to the tiny model without CUDA")
+    assert apply_cpu_preset(config).local.max_sequence_length == 2048
+    mine = load_config(overrides=["local.max_sequence_length=512"])
+    assert apply_cpu_preset(mine).local.max_sequence_length == 512

@@ -377,6 +377,7 @@ async def train_async(
                     batch_size=config.global_batch_size,
                     learning_rate=config.local.sft_learning_rate,
                     limits=limits,
+                    max_length=config.local.max_sequence_length,
                     on_step=sft_log,
                 )
                 say(f"SFT warm-up done in {time.perf_counter() - t0:.1f}s", highlight=False)

@@ -39,6 +39,10 @@ CPU_PRESET_LOCAL: dict[str, Any] = {
     "sft_warmup_steps": 40,
     "sft_learning_rate": 3e-3,
     "micro_batch_size": 16,
+    # Eager attention on CPU is quadratic in length: a 10k-token expert game would need
+    # ~17 GB. The first 2k tokens hold the prompt and the first moves, which is what the
+    # warm-up must teach.
+    "max_sequence_length": 2048,
 }
 CPU_PRESET_EVAL: dict[str, Any] = {"n": 32}
 #: Each turn re-reads the whole game; six turns bound a CPU episode (a Wordle game is six

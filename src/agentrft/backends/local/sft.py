@@ -56,6 +56,7 @@ async def sft_warmup(
     batch_size: int,
     learning_rate: float,
     limits: EpisodeLimits | None = None,
+    max_length: int | None = None,
     on_step: Callable[[int, dict[str, float]], None] | None = None,
 ) -> list[dict[str, float]]:
     """`steps` supervised steps of `batch_size` expert games each; returns their metrics.
@@ -70,7 +71,7 @@ async def sft_warmup(
     t0 = time.perf_counter()
     needed = steps * batch_size
     games = [prompts[i % len(prompts)] for i in range(needed)]
-    seqs = await expert_sequences(task, games, chat, limits=limits)
+    seqs = await expert_sequences(task, games, chat, limits=limits, max_length=max_length)
     if not seqs:
         raise ValueError(f"the expert of task {task.name!r} produced no trainable games")
     play_s = time.perf_counter() - t0
