@@ -193,11 +193,14 @@ async def test_expert_sequences_are_cut_to_max_length(chat: ChatTokenizer):
 
     task = FruitGuess()
     full = await expert_sequences(task, ["cherry"], chat)
-    assert len(full[0].token_ids) > 40
-    cut = await expert_sequences(task, ["cherry"], chat, max_length=40)
-    assert len(cut[0].token_ids) == 40
-    assert cut[0].token_ids == full[0].token_ids[:40]
-    assert cut[0].mask == full[0].mask[:40]
+    n = len(full[0].token_ids) - 3  # still holds trained (assistant) ids
+    cut = await expert_sequences(task, ["cherry"], chat, max_length=n)
+    assert len(cut[0].token_ids) == n
+    assert cut[0].token_ids == full[0].token_ids[:n]
+    assert cut[0].mask == full[0].mask[:n]
+    # A cut that leaves no assistant id leaves nothing to train on: the game is dropped.
+    first = full[0].mask.index(1)
+    assert await expert_sequences(task, ["cherry"], chat, max_length=first) == []
 
 
 def test_cpu_preset_caps_sft_sequences(tmp_path):
