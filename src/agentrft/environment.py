@@ -31,7 +31,7 @@ class Environment:
     def tools(self) -> dict[str, Tool]:
         """The bound tools, by name, in definition order."""
         found: dict[str, Tool] = {}
-        for attr in _tool_attributes(type(self)):
+        for attr in _tool_attributes(type(self)):  # type: ignore[arg-type]  # classes hash
             bound = getattr(self, attr)
             found[bound.name] = bound
         return found

@@ -24,6 +24,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 @hookspec
 def agentrft_tasks() -> list[type]:
     """Return `Task` subclasses this plugin provides (each with a unique `name`)."""
+    return []
 
 
 @hookspec
@@ -33,11 +34,13 @@ def agentrft_rewards() -> dict[str, Any]:
     A reward may carry a `tasks` attribute (a set of task names) to say where it applies;
     `--reward NAME` swaps it in for the task's own reward.
     """
+    return {}
 
 
 @hookspec
 def agentrft_backends() -> list[type]:
     """Return `Backend` subclasses (each with a unique `name`)."""
+    return []
 
 
 @hookspec

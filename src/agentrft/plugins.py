@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import pluggy
 
@@ -61,7 +61,8 @@ class Plugins:
         out: dict[str, str] = {}
         for impl in reversed(self.pm.hook.agentrft_tasks.get_hookimpls()):
             source = self.distributions.get(impl.plugin_name, impl.plugin_name)
-            for cls in impl.function() or []:
+            provided = cast("list[type]", impl.function() or [])
+            for cls in provided:
                 out.setdefault(getattr(cls, "name", ""), source)
         return out
 

@@ -151,7 +151,7 @@ def message_panel(msg: Message, max_chars: int) -> Panel:
         parts.append(_call_text(call))
     if not parts:
         parts.append(Text("(empty)", style="dim"))
-    title = msg.role
+    title: str = msg.role
     if msg.role == "tool" and msg.name:
         title = f"tool · {msg.name}"
     return Panel(

@@ -509,7 +509,7 @@ class HTTP11Pool:
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0].strip() or b"0", 16)
         if size == 0:

@@ -618,7 +618,7 @@ def _set_if_pending(fut: asyncio.Future[None]) -> None:
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         size_line = await reader.readline()
         size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)

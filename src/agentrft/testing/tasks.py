@@ -152,7 +152,7 @@ class FindNumberTask(Task[NumberInstance]):
         if split not in offsets:
             raise TaskInputError(f"unknown split {split!r}; use train, validation or test")
         rng = random.Random(seed * 3 + offsets[split])
-        rows = []
+        rows: list[dict[str, Any]] = []
         while len(rows) < (n if n is not None else 100):
             low = rng.randint(1, 50)
             high = low + rng.choice([15, 31, 63, 127])
