@@ -33,6 +33,7 @@ from agentrft.backends.sagemaker.bundle import (
     sha256_file,
 )
 from agentrft.backends.sagemaker.runtime_main import BIND_ALL_ENV, REWARD_ENV, TASK_ENV
+from agentrft.backends.sagemaker.s3 import location_region
 
 RUNTIME_NAME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 ROLE_ARN_RE = re.compile(r"^arn:aws(-[^:]+)?:iam::([0-9]{12})?:role/.+$")
@@ -159,9 +160,8 @@ def validate_request(operation: str, params: dict[str, Any]) -> None:
 
 
 def bucket_region(s3: Any, bucket: str) -> str:
-    """The bucket's region (GetBucketLocation answers None for us-east-1)."""
-    location = s3.get_bucket_location(Bucket=bucket).get("LocationConstraint")
-    return {None: "us-east-1", "": "us-east-1", "EU": "eu-west-1"}.get(location, location)
+    """The bucket's region, from a bare S3 client (`deploy` takes bare clients)."""
+    return location_region(s3.get_bucket_location(Bucket=bucket).get("LocationConstraint"))
 
 
 def upload_bundle(s3: Any, zip_path: Path, bucket: str, key: str) -> None:

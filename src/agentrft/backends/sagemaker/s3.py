@@ -44,7 +44,7 @@ def parse_s3_uri(uri: str, *, what: str = "S3 URI") -> S3Uri:
 
 
 def bucket_region(aws: Aws, bucket: str) -> str:
-    """The bucket's region (GetBucketLocation: empty means us-east-1, 'EU' eu-west-1)."""
+    """The bucket's region (GetBucketLocation), with errors that name the fix."""
     try:
         loc = aws.client("s3").get_bucket_location(Bucket=bucket).get("LocationConstraint")
     except Exception as exc:
@@ -58,9 +58,14 @@ def bucket_region(aws: Aws, bucket: str) -> str:
             f"cannot read the region of bucket {bucket!r} ({code or type(exc).__name__}: "
             f"{error_message(exc)}); the caller needs s3:GetBucketLocation on it"
         ) from None
-    if not loc:
+    return location_region(loc)
+
+
+def location_region(location: str | None) -> str:
+    """A GetBucketLocation `LocationConstraint` as a region (none: us-east-1, 'EU': eu-west-1)."""
+    if not location:
         return "us-east-1"
-    return "eu-west-1" if loc == "EU" else str(loc)
+    return "eu-west-1" if location == "EU" else str(location)
 
 
 def check_same_region(aws: Aws, uri: str, *, what: str = "S3 URI") -> str:
