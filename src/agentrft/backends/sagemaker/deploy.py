@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentrft.backends.sagemaker.aws import Aws
 from agentrft.backends.sagemaker.bundle import (
     ENTRY_FILE,
     RUNTIME_PYTHON,
@@ -370,25 +371,24 @@ def deploy_command(
         fail(str(exc))
         return
 
-    session = None
-    if not dry_run:
+    aws = None
+    if dry_run:
+        resolved_region = region or "<region>"
+    else:
         import boto3
 
-        session = boto3.Session(region_name=region) if region else boto3.Session()
-        if not skip_preflight and not _preflight_ok(session, region, role):
+        session = boto3.Session(region_name=region)
+        resolved_region = region or session.region_name
+        if not resolved_region:
+            fail("no AWS region: pass --region or set AWS_REGION")
+            return
+        aws = Aws(session=session, region=resolved_region)
+        if not skip_preflight and not _preflight_ok(aws, role):
             fail(
                 "preflight failed (nothing was uploaded); fix the rows above, or pass "
                 "--skip-preflight to deploy anyway"
             )
             return
-    resolved_region = region or (session.region_name if session else None)
-    if not resolved_region:
-        if dry_run:
-            resolved_region = "<region>"
-        else:
-            fail("no AWS region: pass --region or set AWS_REGION")
-            return
-    assert resolved_region is not None
 
     if s3_uri:
         try:
@@ -397,9 +397,7 @@ def deploy_command(
             fail(str(exc))
             return
     else:
-        account = "<account-id>"
-        if session is not None:
-            account = session.client("sts").get_caller_identity()["Account"]
+        account = aws.account_id() if aws is not None else "<account-id>"
         bucket, prefix = f"sagemaker-{resolved_region}-{account}", CODE_PREFIX
     prefix = prefix or CODE_PREFIX
 
@@ -439,13 +437,13 @@ def deploy_command(
             key=code_key(prefix, task, sha256_file(zip_path)),
             reward=reward,
         )
-        assert session is not None
+        assert aws is not None
         result = deploy(
             spec,
             zip_path,
-            control=session.client("bedrock-agentcore-control", region_name=resolved_region),
-            s3=session.client("s3", region_name=resolved_region),
-            sagemaker=session.client("sagemaker", region_name=resolved_region),
+            control=aws.client("bedrock-agentcore-control"),
+            s3=aws.client("s3"),
+            sagemaker=aws.sagemaker,
             force=force,
             wait=wait,
             echo=typer.echo,
@@ -467,25 +465,14 @@ def deploy_command(
     typer.echo(f"next: agentrft smoke-test --runtime-arn {result.arn}")
 
 
-def _preflight_ok(session: Any, region: str | None, role_arn: str) -> bool:
+def _preflight_ok(aws: Aws, role_arn: str) -> bool:
     """The backend's preflight for a deploy (credentials, region, the runtime role)."""
     from rich.console import Console
 
-    try:
-        from agentrft.backends.sagemaker.aws import Aws
-        from agentrft.backends.sagemaker.preflight import run_preflight
-        from agentrft.config import Config
-    except ImportError:  # the backend's preflight is optional here
-        return True
-    resolved = region or session.region_name
-    if not resolved:
-        return True  # the caller reports the missing region with its fix
-    report = run_preflight(
-        Config(),
-        purpose="deploy",
-        aws=Aws(session=session, region=resolved),
-        runtime_role_arn=role_arn,
-    )
+    from agentrft.backends.sagemaker.preflight import run_preflight
+    from agentrft.config import Config
+
+    report = run_preflight(Config(), purpose="deploy", aws=aws, runtime_role_arn=role_arn)
     report.render(Console(stderr=True))
     return bool(report.ok)
 
