@@ -12,9 +12,10 @@ mapping, auth headers):
 - ``transport="aiohttp"``: a lean aiohttp session, no SDK. The SDK spends most of a
   request's CPU in its own layers; against a fast local server (vLLM on the same node)
   rollouts are several times faster this way. See bench/rollouts.py for figures.
-- ``transport="raw"``: `HTTP11Pool`, a minimal HTTP/1.1 keep-alive client on asyncio
-  streams (http and https, no proxies, no redirects, no compression). About 1.5x the
-  turns per second of aiohttp, which matters when many episodes share one core.
+- ``transport="raw"``: `HTTP11Pool` (policies/http11.py), a minimal HTTP/1.1 keep-alive
+  client on asyncio streams (http and https, no proxies, no redirects, no compression).
+  About 1.5x the turns per second of aiohttp, which matters when many episodes share one
+  core.
 
 Retries: 429, 5xx, 408, timeouts and connection errors are retried up to `max_retries`
 times with exponential backoff and jitter; a `Retry-After` (or `retry-after-ms`) header
@@ -43,10 +44,11 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 from agentrft.messages import Message, ToolCall
+from agentrft.policies.http11 import HTTP11Pool, safe_url
 from agentrft.policy import Completion, Policy, PolicyError, Sampling
+from agentrft.rollout import within
 from agentrft.trajectory import FailureKind
 
 logger = logging.getLogger("agentrft.policies")
@@ -347,14 +349,6 @@ def _sdk_response_class() -> type:
     return httpx.Response
 
 
-async def _within(awaitable: Awaitable[Any], seconds: float) -> Any:
-    """`asyncio.wait_for` without its extra task on Python 3.11+ (once per request)."""
-    if sys.version_info >= (3, 11):
-        async with asyncio.timeout(seconds):
-            return await awaitable
-    return await asyncio.wait_for(awaitable, seconds)
-
-
 async def _close_quietly(client: Any) -> None:
     try:
         await client.close()
@@ -381,143 +375,6 @@ def _dropped_connection(exc: BaseException) -> BaseException | None:
         ):
             return seen
     return None
-
-
-def _safe_url(url: str) -> str:
-    """The URL without user:password@ and without a query string."""
-    parts = urlsplit(url)
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-# --- a minimal HTTP/1.1 client -----------------------------------------------------------
-
-
-class HTTP11Pool:
-    """Keep-alive HTTP/1.1 connections to one origin, for JSON POSTs (the "raw" transport).
-
-    Deliberately small: Content-Length or chunked responses, TLS for https, no proxies, no
-    redirects, no compression (it never asks for any). A connection goes back to the pool
-    only after a complete response; a timeout or cancellation mid-exchange closes it.
-    """
-
-    def __init__(
-        self, base_url: str, max_connections: int = 512, headers: Mapping[str, str] | None = None
-    ) -> None:
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"the raw transport needs an http(s) URL, got {_safe_url(base_url)}")
-        self.host = parts.hostname
-        self.port = parts.port or (443 if parts.scheme == "https" else 80)
-        self.base_path = parts.path.rstrip("/")
-        self._ssl: Any = None
-        if parts.scheme == "https":
-            import ssl
-
-            self._ssl = ssl.create_default_context()
-        host = self.host if self.port in (80, 443) else f"{self.host}:{self.port}"
-        fixed = {
-            "Host": host,
-            "User-Agent": "agentrft",
-            "Accept": "application/json",
-            "Content-Type": "application/json",
-            **dict(headers or {}),
-        }
-        self._fixed = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
-        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
-        self._slots = asyncio.Semaphore(max(1, max_connections))
-        self._closed = False
-
-    async def post(
-        self, path: str, body: bytes, extra_headers: bytes = b""
-    ) -> tuple[int, dict[str, str], bytes]:
-        """POST `body` to base path + `path`; returns (status, lower-case headers, body)."""
-        request = b"".join(
-            (
-                f"POST {self.base_path}{path} HTTP/1.1\r\n".encode("latin-1"),
-                self._fixed,
-                extra_headers,
-                f"Content-Length: {len(body)}\r\n\r\n".encode("latin-1"),
-                body,
-            )
-        )
-        async with self._slots:
-            conn = await self._checkout()
-            try:
-                status, headers, data, keep = await self._exchange(conn, request)
-            except BaseException:  # cancelled, timed out or broken: the state is unknown
-                conn[1].close()
-                raise
-            if keep and not self._closed:
-                self._idle.append(conn)
-            else:
-                conn[1].close()
-            return status, headers, data
-
-    async def close(self) -> None:
-        self._closed = True
-        idle, self._idle = self._idle, []
-        for _, writer in idle:
-            writer.close()
-
-    async def _checkout(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        while self._idle:
-            reader, writer = self._idle.pop()
-            if not (reader.at_eof() or writer.is_closing()):  # the server may have hung up
-                return reader, writer
-            writer.close()
-        return await asyncio.open_connection(
-            self.host,
-            self.port,
-            ssl=self._ssl,
-            server_hostname=self.host if self._ssl else None,
-            limit=1 << 20,
-        )
-
-    @staticmethod
-    async def _exchange(
-        conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], request: bytes
-    ) -> tuple[int, dict[str, str], bytes, bool]:
-        reader, writer = conn
-        writer.write(request)
-        if writer.transport.get_write_buffer_size() > 1 << 16:
-            await writer.drain()
-        while True:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head[:-4].decode("latin-1").split("\r\n")
-            version, status_text = lines[0].split(" ", 2)[:2]
-            status = int(status_text)
-            if status >= 200 or status == 101:
-                break  # 1xx interim responses (100 Continue) precede the real one
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-        keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            data = await _read_chunked(reader)
-        elif "content-length" in headers:
-            data = await reader.readexactly(int(headers["content-length"]))
-        elif status in (204, 304):
-            data = b""
-        else:  # no framing: the body runs to the end of the connection
-            data = await reader.read()
-            keep = False
-        return status, headers, data, keep
-
-
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0].strip() or b"0", 16)
-        if size == 0:
-            while (await reader.readuntil(b"\r\n")) != b"\r\n":
-                pass  # trailers, if any, end with a blank line
-            return b"".join(parts)
-        parts.append(await reader.readexactly(size))
-        await reader.readexactly(2)
 
 
 # --- the policy --------------------------------------------------------------------------
@@ -593,12 +450,12 @@ class OpenAIPolicy(Policy):
         self._token_provider = token_provider
         self._secrets: list[str] = [self._api_key] if self._api_key else []
         self._secrets += [v for k, v in self.headers.items() if _SENSITIVE.search(k) and v]
-        self._where = f"POST {_safe_url(self.base_url)}/chat/completions"
+        self._where = f"POST {safe_url(self.base_url)}/chat/completions"
         self._client: Any = None  # AsyncOpenAI or aiohttp.ClientSession
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:  # no secrets
-        return f"OpenAIPolicy(model={self.model!r}, base_url={_safe_url(self.base_url)!r}, transport={self.transport!r})"
+        return f"OpenAIPolicy(model={self.model!r}, base_url={safe_url(self.base_url)!r}, transport={self.transport!r})"
 
     async def __aenter__(self) -> OpenAIPolicy:
         return self
@@ -750,7 +607,7 @@ class OpenAIPolicy(Policy):
         bearer = await self._bearer()
         auth = f"Authorization: Bearer {bearer}\r\n".encode() if bearer else b""
         try:
-            status, headers, raw = await _within(
+            status, headers, raw = await within(
                 pool.post("/chat/completions", json.dumps(body).encode(), auth), self.timeout_s
             )
         except (asyncio.TimeoutError, TimeoutError):
