@@ -20,7 +20,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -407,16 +407,16 @@ def deploy_command(
         workdir = Path(own_tmp.name)
     try:
         plan = plan_bundle(task, distribution, workdir, no_deps=no_deps, reward=reward)
+        spec = DeploySpec(
+            task=task,
+            name=runtime_name,
+            role_arn=role,
+            region=resolved_region,
+            bucket=bucket,
+            key=code_key(prefix, task, "<sha256>"),
+            reward=reward,
+        )
         if dry_run:
-            spec = DeploySpec(
-                task=task,
-                name=runtime_name,
-                role_arn=role,
-                region=resolved_region,
-                bucket=bucket,
-                key=code_key(prefix, task, "<sha256>"),
-                reward=reward,
-            )
             for line in dry_run_report(plan, spec):
                 typer.echo(line)
             return
@@ -428,15 +428,7 @@ def deploy_command(
                 err=True,
             )
         zip_path = build_bundle(plan, echo=typer.echo)
-        spec = DeploySpec(
-            task=task,
-            name=runtime_name,
-            role_arn=role,
-            region=resolved_region,
-            bucket=bucket,
-            key=code_key(prefix, task, sha256_file(zip_path)),
-            reward=reward,
-        )
+        spec = replace(spec, key=code_key(prefix, task, sha256_file(zip_path)))
         assert aws is not None
         result = deploy(
             spec,
