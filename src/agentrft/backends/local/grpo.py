@@ -51,10 +51,14 @@ class DataCursor:
     position: int = 0
 
     def take(self, n: int) -> list[int]:
-        out = []
+        out: list[int] = []
+        order: list[int] = []
+        order_epoch = -1
         for _ in range(n):
             epoch, index = divmod(self.position, self.size)
-            out.append(self._order(epoch)[index])
+            if epoch != order_epoch:  # shuffle once per epoch, not once per prompt taken
+                order, order_epoch = self._order(epoch), epoch
+            out.append(order[index])
             self.position += 1
         return out
 
