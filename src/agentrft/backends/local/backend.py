@@ -154,6 +154,13 @@ def _prompts(task: Task[Any], path: str | None, split: str, n: int | None, seed:
     return [str(r["prompt"]) for r in rows]
 
 
+def _validation_prompts(task: Task[Any], config: Config) -> list[str]:
+    """The held-out rows both `train` (before/after) and `evaluate` run on."""
+    return _prompts(
+        task, config.validation_dataset, config.eval.split, config.eval.n, config.seed + 1
+    )
+
+
 async def run_eval(
     task: Task[Any],
     config: Config,
@@ -234,6 +241,7 @@ async def train_async(
     from agentrft.task import TaskInputError
 
     started = time.perf_counter()
+    has_expert = task.expert() is not None
     if resume:
         run = RunDir.open(resume)
         saved = run.config()
@@ -244,11 +252,11 @@ async def train_async(
         if checkpoint is None:
             raise FileNotFoundError(f"{run.path} has no checkpoint to resume from")
     else:
-        config = apply_cpu_preset(config, has_expert=task.expert() is not None)
+        config = apply_cpu_preset(config, has_expert=has_expert)
         run = None
         checkpoint = None
 
-    if config.local.sft_warmup_steps > 0 and task.expert() is None:
+    if config.local.sft_warmup_steps > 0 and not has_expert:
         raise ValueError(
             f"local.sft_warmup_steps={config.local.sft_warmup_steps} but task {task.name!r} has "
             "no scripted expert (Task.expert() returned None); set local.sft_warmup_steps=0"
@@ -258,9 +266,7 @@ async def train_async(
     train_prompts = _prompts(task, config.train_dataset, "train", None, config.seed)
     say = console.print if console is not None else (lambda *a, **k: None)
     try:
-        val_prompts = _prompts(
-            task, config.validation_dataset, config.eval.split, config.eval.n, config.seed + 1
-        )
+        val_prompts = _validation_prompts(task, config)
     except TaskInputError as exc:  # training can go on without held-out rows
         say(f"no validation rows, so no before/after evaluation: {exc}", highlight=False)
         val_prompts = []
@@ -319,18 +325,19 @@ async def train_async(
             hooks=get_plugins().hook,
         )
         view.total = loop.total_steps()
+        # Mid-run validation: the validation rows at the first eval temperature only.
+        val_config = config.model_copy(
+            update={
+                "eval": config.eval.model_copy(
+                    update={"temperatures": config.eval.temperatures[:1]}
+                )
+            }
+        )
 
         async def validate(step: int) -> dict[str, float]:
-            """Every `val_every` steps: the validation rows at the first eval temperature."""
-            cfg = config.model_copy(
-                update={
-                    "eval": config.eval.model_copy(
-                        update={"temperatures": config.eval.temperatures[:1]}
-                    )
-                }
-            )
+            """Every `val_every` steps: solve rate and mean reward on the validation rows."""
             reports, _ = await run_eval(
-                task, cfg, engine, val_prompts, adapter=loop.policy.adapter,
+                task, val_config, engine, val_prompts, adapter=loop.policy.adapter,
                 label=f"step {step}", reward_fn=reward_fn,
             )  # fmt: skip
             r = reports[0]
@@ -469,9 +476,7 @@ async def evaluate_async(
             "pass a run's final_adapter/ or a checkpoint's adapter/"
         )
     if prompts is None:
-        prompts = _prompts(
-            task, config.validation_dataset, config.eval.split, config.eval.n, config.seed + 1
-        )
+        prompts = _validation_prompts(task, config)
     engine = make_engine(config)
     try:
         name = None
