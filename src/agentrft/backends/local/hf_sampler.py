@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,11 @@ class HFSampler:
         #: Shared heads shorter than this are prefilled per row (not worth a separate pass).
         self.min_shared_prefix = 16
         self.max_positions = int(getattr(model.config, "max_position_embeddings", 1 << 30))
+        # transformers renamed `past_key_values` to `cache` (5.2x); accept both versions.
+        # Merged adapter copies share the base's class, so one look serves every batch.
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        params = inspect.signature(base.forward).parameters
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
         self.adapters: dict[str, str] = {}  # name -> path
         self._merged: dict[str, Any] = {}  # name -> base copy with the adapter merged in
         self._generator = torch.Generator().manual_seed(seed)
@@ -190,8 +196,6 @@ class HFSampler:
         return outs
 
     def _decode_loop(self, model: Any, reqs: list[_Request]) -> list[Generation]:
-        import inspect
-
         import torch
 
         device = next(model.parameters()).device
@@ -212,10 +216,7 @@ class HFSampler:
         out_ids: list[list[int]] = [[] for _ in reqs]
         out_lp: list[list[float]] = [[] for _ in reqs]
         finish: list[str | None] = ["length" if b == 0 else None for b in budgets]
-        # transformers renamed `past_key_values` to `cache` (5.2x); accept both versions.
-        base = model.get_base_model() if hasattr(model, "get_base_model") else model
-        params = inspect.signature(base.forward).parameters
-        cache_kw = "cache" if "cache" in params else "past_key_values"
+        cache_kw = self._cache_kw
         cache = _growing_cache()
 
         # The rows of a batch usually share a long head (system prompt, tools, first user
