@@ -30,11 +30,8 @@ class Environment:
     @property
     def tools(self) -> dict[str, Tool]:
         """The bound tools, by name, in definition order."""
-        found: dict[str, Tool] = {}
-        for attr in _tool_attributes(type(self)):  # type: ignore[arg-type]  # classes hash
-            bound = getattr(self, attr)
-            found[bound.name] = bound
-        return found
+        index = _tool_index(type(self))  # type: ignore[arg-type]  # classes hash
+        return {name: getattr(self, attr) for name, attr in index.items()}
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for t in self.tools.values()]
@@ -58,28 +55,30 @@ class Environment:
 
     async def call_tool(self, call: ToolCall) -> ToolResult:
         """Run one call; unknown tool names and bad arguments become error replies."""
-        tools = self.tools
-        t = tools.get(call.name)
-        if t is None:
-            names = ", ".join(tools) or "none"
+        index = _tool_index(type(self))  # type: ignore[arg-type]  # classes hash
+        attr = index.get(call.name)
+        if attr is None:
+            names = ", ".join(index) or "none"
             return ToolResult(
                 f"Error: unknown tool {call.name!r}. Available tools: {names}.",
                 failure="unknown_tool",
             )
         self.current_call = call
         try:
-            return await t.invoke(call.arguments)
+            # Bind only the tool called (the `tools` property binds every one).
+            return await getattr(self, attr).invoke(call.arguments)
         finally:
             self.current_call = None
 
 
 @functools.cache
-def _tool_attributes(cls: type) -> tuple[str, ...]:
-    """Names of the `Tool` attributes of `cls`, base classes first (an override keeps its
-    base's position). Cached: the loop asks on every tool call."""
-    names: dict[str, None] = {}
+def _tool_index(cls: type) -> dict[str, str]:
+    """Tool name -> attribute name for the `Tool` attributes of `cls`, base classes first (an
+    override keeps its base's position). Cached: the loop asks on every tool call; callers
+    must not mutate the dict."""
+    attrs: dict[str, None] = {}
     for klass in reversed(cls.__mro__):
         for attr, value in vars(klass).items():
             if isinstance(value, Tool):
-                names[attr] = None
-    return tuple(names)
+                attrs[attr] = None
+    return {getattr(cls, attr).name: attr for attr in attrs}
