@@ -53,14 +53,9 @@ async def run_episode(
     )
     try:
         instance = task.parse(prompt)
-    except TaskInputError as exc:
-        traj.fail(FailureKind.BAD_INPUT, str(exc))
-        traj.stop_reason = FailureKind.BAD_INPUT
-        traj.reward = task.lowest_reward()
-        traj.wall_s = time.perf_counter() - started
-        return traj
     except Exception as exc:  # a parse bug in a plugin still must not crash a job
-        traj.fail(FailureKind.BAD_INPUT, f"{type(exc).__name__}: {exc}")
+        detail = str(exc) if isinstance(exc, TaskInputError) else f"{type(exc).__name__}: {exc}"
+        traj.fail(FailureKind.BAD_INPUT, detail)
         traj.stop_reason = FailureKind.BAD_INPUT
         traj.reward = task.lowest_reward()
         traj.wall_s = time.perf_counter() - started
