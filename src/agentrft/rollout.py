@@ -53,7 +53,7 @@ async def run_episode(
     )
     try:
         instance = task.parse(prompt)
-    except Exception as exc:  # a parse bug in a plugin still must not crash a job
+    except Exception as exc:  # TaskInputError, or a parse bug in a plugin: never crash a job
         detail = str(exc) if isinstance(exc, TaskInputError) else f"{type(exc).__name__}: {exc}"
         traj.fail(FailureKind.BAD_INPUT, detail)
         traj.stop_reason = FailureKind.BAD_INPUT
