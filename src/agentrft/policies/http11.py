@@ -120,7 +120,7 @@ class HTTP11Pool:
             headers[name.strip().lower()] = value.strip()
         keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
         if "chunked" in headers.get("transfer-encoding", "").lower():
-            data = await _read_chunked(reader)
+            data = await read_chunked(reader)
         elif "content-length" in headers:
             data = await reader.readexactly(int(headers["content-length"]))
         elif status in (204, 304):
@@ -131,7 +131,8 @@ class HTTP11Pool:
         return status, headers, data, keep
 
 
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+async def read_chunked(reader: asyncio.StreamReader) -> bytes:
+    """Read a chunked HTTP/1.1 body (request or response), trailers skipped."""
     parts: list[bytes] = []
     while True:
         size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0].strip() or b"0", 16)

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentrft.messages import Message, ToolCall
+from agentrft.policies.http11 import read_chunked
 from agentrft.policy import Completion
 
 ServerReply = Any  # Completion | Message | str | ToolCall | list[ToolCall] | dict | a fault
@@ -392,7 +393,7 @@ class _Core:
                 if headers.get("expect", "").lower() == "100-continue":  # curl, large bodies
                     writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
                 if headers.get("transfer-encoding", "").lower() == "chunked":
-                    raw = await _read_chunked(reader)
+                    raw = await read_chunked(reader)
                 else:
                     raw = await reader.readexactly(int(headers.get("content-length") or 0))
                 arrived = time.monotonic()
@@ -615,18 +616,6 @@ class _Due:
 def _set_if_pending(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
-
-
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        size_line = await reader.readline()
-        size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
-        if size == 0:
-            await reader.readline()  # the blank line after the last chunk (no trailers)
-            return b"".join(parts)
-        parts.append(await reader.readexactly(size))
-        await reader.readexactly(2)
 
 
 def _error_body(message: str, type_: str) -> bytes:
