@@ -7,19 +7,13 @@ imports typer only; bedrock_agentcore, boto3 and uvicorn load inside the command
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
     """Add `runtime serve`, `deploy` and `smoke-test` to the `agentrft` app."""
-    try:  # the core CLI's one-line error reporting (no traceback) when it is there
-        from agentrft.cli.errors import handle_errors
-    except ImportError:  # pragma: no cover - a core without the CLI package
-
-        def handle_errors(fn: Any) -> Any:
-            return fn
+    from agentrft.cli.errors import handle_errors  # one-line errors, as the jobs commands
 
     runtime = typer.Typer(
         name="runtime",
