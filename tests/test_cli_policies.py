@@ -58,6 +58,10 @@ def test_url_that_does_not_answer() -> None:
         match=rf"could not list models at http://127.0.0.1:{port}/v1/models.*--model",
     ):
         resolve_policy(f"http://127.0.0.1:{port}/v1", FindNumberTask())
+    with pytest.raises(PolicySpecError) as info:
+        resolve_policy(f"http://user:pw-4242@127.0.0.1:{port}/v1", FindNumberTask())
+    assert f"could not list models at http://127.0.0.1:{port}/v1/models" in str(info.value)
+    assert "pw-4242" not in str(info.value)
 
 
 def test_litellm_specs() -> None:

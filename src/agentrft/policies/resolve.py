@@ -18,6 +18,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from agentrft.policies.http11 import safe_url
 from agentrft.policy import Policy
 
 SPEC_HELP = (
@@ -105,6 +106,7 @@ def first_served_model(
     import httpx
 
     url = base_url.rstrip("/") + "/models"
+    shown = safe_url(url)  # errors never carry user:password@
     all_headers = {"Authorization": f"Bearer {api_key}", **dict(headers or {})}
     try:
         response = httpx.get(url, headers=all_headers, timeout=timeout)
@@ -112,13 +114,13 @@ def first_served_model(
         models = [m["id"] for m in response.json().get("data", [])]
     except httpx.HTTPStatusError as exc:
         raise PolicySpecError(
-            f"{url} answered HTTP {exc.response.status_code}; pass the model name with --model"
+            f"{shown} answered HTTP {exc.response.status_code}; pass the model name with --model"
         ) from None
     except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise PolicySpecError(
-            f"could not list models at {url} ({type(exc).__name__}: {exc}); check the URL "
+            f"could not list models at {shown} ({type(exc).__name__}: {exc}); check the URL "
             f"(it usually ends in /v1) or pass the model name with --model"
         ) from None
     if not models:
-        raise PolicySpecError(f"{url} lists no models; pass the model name with --model")
+        raise PolicySpecError(f"{shown} lists no models; pass the model name with --model")
     return models[0]
