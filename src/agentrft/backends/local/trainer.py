@@ -211,9 +211,10 @@ class LoRATrainer:
             )
             self.model = get_peft_model(base, lora)
         self.model.train()
-        params = [p for p in self.model.parameters() if p.requires_grad]
+        # The LoRA matrices: fixed once the model is built (resume loads into them in place).
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
-            params, lr=learning_rate, betas=adam_betas, weight_decay=weight_decay
+            self.params, lr=learning_rate, betas=adam_betas, weight_decay=weight_decay
         )
         self.max_grad_norm = max_grad_norm
         self.micro_batch_size = micro_batch_size
@@ -229,7 +230,7 @@ class LoRATrainer:
 
     @property
     def trainable_parameters(self) -> int:
-        return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+        return sum(p.numel() for p in self.params)
 
     def step(self, sequences: list[TrainSequence]) -> dict[str, float]:
         """One optimizer step over `sequences` (micro-batched); returns metrics."""
@@ -279,8 +280,7 @@ class LoRATrainer:
                         m = mask[i, : len(sl)]
                         mismatch += float(((logp[i, : len(sl)] - sl).abs() * m).sum())
                         mismatch_n += int(m.sum())
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.steps_done += 1
@@ -307,8 +307,7 @@ class LoRATrainer:
             loss = -(logp * mask).sum() / max(tokens, 1)
             loss.backward()
             total += float(loss.detach())
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return {"sft_loss": total, "grad_norm": float(grad_norm), "trained_tokens": float(tokens)}
@@ -318,9 +317,8 @@ class LoRATrainer:
         import torch
 
         group = self.optimizer.param_groups[0]
-        params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
-            params,
+            self.params,
             lr=learning_rate if learning_rate is not None else group["lr"],
             betas=group["betas"],
             weight_decay=group["weight_decay"],
