@@ -115,6 +115,16 @@ def test_a_task_without_rows_fails_before_writing_anything(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+def test_dry_run_resolves_device_and_sampler_without_writing(tmp_path):
+    import torch
+
+    plan = LocalBackend().train(FruitGuess(), tiny_config(tmp_path, max_steps=3), dry_run=True)
+    assert plan["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert plan["inference"] in ("transformers", "vllm")
+    assert plan["max_steps"] == 3 and plan["task"] == "fruit_guess"
+    assert not (tmp_path / "runs").exists()
+
+
 def test_explicit_sft_warmup_needs_an_expert(tmp_path):
     config = tiny_config(tmp_path, max_steps=1, **{"local.sft_warmup_steps": 2})
     with pytest.raises(ValueError, match="has no scripted expert"):

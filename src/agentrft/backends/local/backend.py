@@ -108,15 +108,14 @@ def plan(task: Task[Any], config: Config) -> dict[str, Any]:
     """What `train` would run, without loading a model (for `--dry-run`)."""
     from agentrft.backends.local.engine import (
         apply_cpu_preset,
-        cuda_available,
+        resolve_device,
         resolve_inference,
         uses_tiny_model,
     )
 
     tiny = uses_tiny_model(config)
     config = apply_cpu_preset(config, has_expert=task.expert() is not None)
-    device = "cuda" if config.local.device == "auto" and cuda_available() else config.local.device
-    device = "cpu" if device == "auto" else device
+    device = resolve_device(config)
     return {
         "task": task.name,
         "model": config.local.model or f"built-in tiny model ({config.local.tiny_model})",
