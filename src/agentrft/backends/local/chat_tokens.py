@@ -83,10 +83,13 @@ class ChatTokenizer:
             raise ValueError("the tokenizer has neither an eos token nor a known end-of-turn token")
         self.end_of_turn_ids: frozenset[int] = frozenset(ids)
         # The id to close a turn that was cut off (the template's own end-of-turn token).
-        self.end_of_turn_id = next(
-            (i for i in (tokenizer.convert_tokens_to_ids("<|im_end|>"),) if i in ids),
-            int(tokenizer.eos_token_id) if tokenizer.eos_token_id is not None else min(ids),
-        )
+        im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+        if im_end in ids:
+            self.end_of_turn_id = int(im_end)
+        elif tokenizer.eos_token_id is not None:
+            self.end_of_turn_id = int(tokenizer.eos_token_id)
+        else:
+            self.end_of_turn_id = min(ids)
 
     def render(
         self,
