@@ -89,8 +89,8 @@ class LocalConfig(_Section):
         "slower with 2), torch's default otherwise.",
     )
     device: str = Field("auto", description="auto, cpu, cuda, cuda:N.")
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
-        "auto", description="auto: bf16 on GPU, fp32 on CPU."
+    dtype: Literal["auto", "float32", "bfloat16", "float16", "float64"] = Field(
+        "auto", description="auto: bf16 on GPU, fp32 on CPU. float64 is for numeric checks."
     )
     loss_normalization: Literal["dapo", "grpo", "dr_grpo"] = Field(
         "dapo",

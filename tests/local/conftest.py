@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -20,6 +21,10 @@ from agentrft.config import Config, load_config
 
 pytest.importorskip("torch")
 pytest.importorskip("peft")
+
+#: torch threads for every test here: scripts/numeric_matrix.sh runs the suite with 1 and 2
+#: (and on several CPU kernel sets) to show no result depends on summation order.
+TORCH_THREADS = int(os.environ.get("AGENTRFT_TEST_TORCH_THREADS", "1"))
 
 FRUITS = ["apple", "berry", "cherry", "grape", "lemon", "mango", "peach", "kiwi"]
 
@@ -138,6 +143,7 @@ def tiny_config(tmp_path: Any, **values: Any) -> Config:
         "lora_rank": 16,
         "lora_alpha": 32,
         "sampling_max_tokens": 32,
+        "local.cpu_threads": TORCH_THREADS,
     }
     base.update(values)
     return load_config(values=base)

@@ -258,7 +258,7 @@ class HFSampler:
                 logits_to_keep=1,  # the prefill needs only the last position's logits
                 **{cache_kw: cache},
             ).logits[:, -1, :]
-            logits = logits.float().cpu()
+            logits = logits.to(torch.promote_types(logits.dtype, torch.float32)).cpu()
             active = [i for i in range(n) if finish[i] is None]
             toks, lps = _sample_rows(logits, temps, top_ps, [gens[i] for i in active], active)
             next_tokens = torch.full((n,), self.pad_id, dtype=torch.long)
@@ -330,7 +330,8 @@ def _merge_lora_fast(base: Any, path: str) -> Any | None:
             weight = getattr(module, "weight", None)
             if b is None or weight is None or weight.shape != (b.shape[0], a.shape[1]):
                 return None
-            delta = (b.float() @ a.float()) * scale
+            wide = torch.promote_types(weight.dtype, torch.float32)
+            delta = (b.to(wide) @ a.to(wide)) * scale
             weight.add_(delta.to(device=weight.device, dtype=weight.dtype))
     return merged
 

@@ -46,7 +46,12 @@ def resolve_dtype(dtype: str, device: str) -> Any:
 
     if dtype == "auto":
         return torch.bfloat16 if device.startswith("cuda") else torch.float32
-    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    return {
+        "float64": torch.float64,
+        "float32": torch.float32,
+        "bfloat16": torch.bfloat16,
+        "float16": torch.float16,
+    }[dtype]
 
 
 def load_model_and_tokenizer(path: str, *, device: str = "auto", dtype: str = "auto"):
@@ -90,10 +95,13 @@ def sequence_logprobs(
     ids, attn, mask = ids.to(device), attn.to(device), mask.to(device)
     targets = ids[:, 1:]
     shifted = mask[:, 1:]
-    logp = torch.zeros(targets.shape, dtype=torch.float32, device=device)
+    # Logprobs in at least float32 (bf16 logits lose the small differences GRPO trains on),
+    # and in the model's own dtype when it is wider (float64 for numeric identity tests).
+    work_dtype = torch.promote_types(next(model.parameters()).dtype, torch.float32)
+    logp = torch.zeros(targets.shape, dtype=work_dtype, device=device)
     heads = _decoder_and_head(model)
     if heads is None:  # an architecture without the usual `.model` / `.lm_head` split
-        logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1, :].float()
+        logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1, :].to(work_dtype)
         sel = torch.ones_like(shifted, dtype=torch.bool)
     else:
         # Project to the vocabulary only where a token is trained: prompts and tool replies
@@ -105,7 +113,7 @@ def sequence_logprobs(
         else:
             hidden = decoder(input_ids=ids, attention_mask=attn).last_hidden_state[:, :-1, :]
         sel = shifted > 0
-        logits = head(hidden[sel]).float()
+        logits = head(hidden[sel]).to(work_dtype)
     if temperature > 0:
         logits = logits / temperature
     picked = logits.gather(-1, targets[sel].unsqueeze(-1)).squeeze(-1)
