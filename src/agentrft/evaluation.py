@@ -8,16 +8,21 @@ report from any trajectories (the local backend's own rollouts, a replayed JSONL
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import statistics
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from agentrft.policy import Policy, Sampling
+from agentrft.redact import scrub
 from agentrft.rollout import EpisodeCallback, RewardFn, run_episodes
 from agentrft.task import EpisodeLimits, Task
 from agentrft.trajectory import Trajectory
@@ -202,6 +207,28 @@ class EvalReport(BaseModel):
             )
         rows.append(("wall time", f"{self.wall_s:.2f}s"))
         return rows
+
+
+def write_report(
+    path: str | Path, reports: Sequence[EvalReport], context: dict[str, Any] | None = None
+) -> None:
+    """Write `reports` as JSON: `{**context, "reports": [...]}`, or the bare list when no
+    `context` is given. Secrets are scrubbed (`agentrft.redact`: a policy URL's password,
+    keys, tokens), and the file appears only complete (temp file + rename)."""
+    path = Path(path)
+    items = [r.to_dict() for r in reports]
+    data: Any = scrub({**context, "reports": items} if context is not None else items)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2)
+            fh.write("\n")
+        Path(tmp).chmod(0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def reports_table(reports: Sequence[EvalReport]) -> Table:

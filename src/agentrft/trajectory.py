@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agentrft.messages import Message
+from agentrft.redact import scrub_json_line
 from agentrft.reward import RewardResult
 
 
@@ -90,26 +91,34 @@ class Trajectory(BaseModel):
         self.failures.append(Failure(kind=kind, detail=detail, turn=turn))
 
 
+def trajectory_line(trajectory: Trajectory) -> str:
+    """One JSONL record, newline included, with secrets scrubbed (`agentrft.redact`): a
+    server that echoes an API key or a URL with a password never puts it on disk."""
+    return scrub_json_line(trajectory.model_dump_json()) + "\n"
+
+
 def write_trajectories(trajectories: Iterable[Trajectory], path: str | Path) -> int:
-    """Write JSONL (one trajectory per line); returns the count."""
+    """Write JSONL (one trajectory per line, secrets scrubbed); returns the count."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
     tmp = path.with_name(path.name + ".partial")
     with tmp.open("w", encoding="utf-8") as fh:
         for t in trajectories:
-            fh.write(t.model_dump_json() + "\n")
+            fh.write(trajectory_line(t))
             n += 1
     tmp.replace(path)
     return n
 
 
 def append_trajectories(trajectories: Iterable[Trajectory], path: str | Path) -> None:
+    """Append JSONL records (secrets scrubbed). Each record ends with its newline, so an
+    interrupted append leaves at most one torn last line (see `read_trajectories`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as fh:
         for t in trajectories:
-            fh.write(t.model_dump_json() + "\n")
+            fh.write(trajectory_line(t))
 
 
 def read_trajectories(path: str | Path) -> Iterator[Trajectory]:

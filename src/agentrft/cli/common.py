@@ -1,9 +1,7 @@
 """Helpers shared by the CLI commands: tasks, rewards, rows, limits, policy options."""
 
 import asyncio
-import json
 import os
-import tempfile
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -120,21 +118,6 @@ def notify_episode(trajectory: Any) -> None:
         get_plugins().hook.agentrft_episode_finished(trajectory=trajectory)
     except Exception as exc:
         Console(stderr=True).print(f"warning: an agentrft_episode_finished hook failed: {exc}")
-
-
-def write_json_atomic(data: Any, path: Path) -> None:
-    """Write JSON through a temp file + rename, so a crash never leaves half a report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
-        Path(tmp).chmod(0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def echo(text: str) -> None:

@@ -17,6 +17,7 @@ from agentrft.config import ConfigError
 from agentrft.datasets import DatasetError
 from agentrft.plugins import KNOWN_BACKEND_EXTRAS, PluginError
 from agentrft.policies.resolve import PolicySpecError
+from agentrft.redact import scrub_text
 from agentrft.reward_check import RewardCheckError
 from agentrft.task import TaskInputError
 
@@ -105,7 +106,9 @@ def handle_errors(fn: F) -> F:
         except Exception as exc:
             if state.debug:
                 raise
-            error_console().print(Text("error: ", style="bold red") + Text(describe(exc)))
+            # Secrets never reach the terminal (a URL's password in a connection error).
+            message = scrub_text(describe(exc))
+            error_console().print(Text("error: ", style="bold red") + Text(message))
             raise typer.Exit(exit_code(exc)) from None
 
     return wrapper  # type: ignore[return-value]

@@ -29,7 +29,6 @@ from agentrft.cli.common import (
     resolve_cli_policy,
     run_async,
     task_prompts,
-    write_json_atomic,
 )
 from agentrft.cli.config import CONFIG_HELP, SET_HELP
 from agentrft.cli.errors import CliError
@@ -524,8 +523,11 @@ def _show_reports(reports: list[Any]) -> None:
 
 
 def _write_report(reports: list[Any], path: Path, context: dict[str, Any]) -> None:
-    """`{"task", "policy" | "backend", where the rows came from, "reports": [...]}`."""
-    write_json_atomic({**context, "reports": [r.to_dict() for r in reports]}, path)
+    """`{"task", "policy" | "backend", where the rows came from, "reports": [...]}`, with
+    secrets (a policy URL's password, keys, tokens) scrubbed."""
+    from agentrft.evaluation import write_report
+
+    write_report(path, reports, context)
 
 
 def _print_result(result: Any) -> None:

@@ -23,6 +23,7 @@ from agentrft.policies.openai_client import (
     status_error,
 )
 from agentrft.policy import Completion, Policy, Sampling
+from agentrft.redact import is_credential_name, register_secret, scrub_text
 from agentrft.trajectory import FailureKind
 
 _litellm: Any = None
@@ -90,6 +91,9 @@ class LiteLLMPolicy(Policy):
         self.retry = RetryPolicy(max_retries, backoff_base_s, backoff_max_s)
         self._api_key = api_key
         self._where = f"litellm {model}"
+        # Every writer scrubs these; the provider's key from the environment
+        # (ANTHROPIC_API_KEY, ...) is scrubbed by its variable's name.
+        register_secret(api_key, *(v for k, v in self.headers.items() if is_credential_name(k)))
 
     def __repr__(self) -> str:  # no secrets
         return f"LiteLLMPolicy(model={self.model!r}, api_base={self.api_base!r})"
@@ -147,9 +151,11 @@ class LiteLLMPolicy(Policy):
         return err
 
     def _scrub(self, text: str) -> str:
+        """litellm's messages may quote the key, the api_base's password or a server's
+        echo of either; the key may come from the provider's environment variable."""
         if self._api_key and len(self._api_key) >= 4:
             text = text.replace(self._api_key, "***")
-        return text
+        return scrub_text(text)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -48,6 +48,7 @@ from typing import Any, Literal
 from agentrft.messages import Message, ToolCall
 from agentrft.policies.http11 import HTTP11Pool, safe_url
 from agentrft.policy import Completion, Policy, PolicyError, Sampling
+from agentrft.redact import register_secret
 from agentrft.rollout import within
 from agentrft.trajectory import FailureKind
 
@@ -450,6 +451,7 @@ class OpenAIPolicy(Policy):
         self._token_provider = token_provider
         self._secrets: list[str] = [self._api_key] if self._api_key else []
         self._secrets += [v for k, v in self.headers.items() if _SENSITIVE.search(k) and v]
+        register_secret(*self._secrets)  # so trajectory and report writers scrub them too
         self._where = f"POST {safe_url(self.base_url)}/chat/completions"
         self._client: Any = None  # AsyncOpenAI or aiohttp.ClientSession
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -489,6 +491,7 @@ class OpenAIPolicy(Policy):
         token = str(token)
         if token not in self._secrets:
             self._secrets.append(token)
+            register_secret(token)
             del self._secrets[:-8]  # remember the last few tokens for scrubbing
         return token
 

@@ -195,12 +195,10 @@ async def run_eval(
 
 
 def _save_eval(out: Path, label: str, reports: list[EvalReport], trajs: list[Any]) -> None:
+    from agentrft.evaluation import write_report
     from agentrft.trajectory import write_trajectories
 
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{label}.json").write_text(
-        json.dumps([r.to_dict() for r in reports], indent=2), encoding="utf-8"
-    )
+    write_report(out / f"{label}.json", reports)
     write_trajectories(trajs, out / f"{label}_trajectories.jsonl")
 
 
@@ -214,6 +212,24 @@ def _load_eval(out: Path, label: str) -> list[EvalReport]:
 
 
 # -- train ----------------------------------------------------------------------------------
+
+
+def _with_secrets(run: Any, given: Config) -> Config:
+    """The run's saved config with the secrets its config.yaml was written without (URL
+    passwords, keys) taken from the config the resume was started with."""
+    from agentrft.backend import BackendError
+    from agentrft.config import Config
+    from agentrft.redact import restore_redacted
+
+    saved = run.config()
+    data, missing = restore_redacted(saved.model_dump(mode="json"), given.model_dump(mode="json"))
+    if missing:
+        raise BackendError(
+            f"{run.path / 'config.yaml'} was written without the secrets in "
+            f"{', '.join(missing)}; pass the same values again to resume (the same --config "
+            f"file, or --set {missing[0]}=...)"
+        )
+    return Config.model_validate(data)
 
 
 async def train_async(
@@ -243,7 +259,7 @@ async def train_async(
     has_expert = task.expert() is not None
     if resume:
         run = RunDir.open(resume)
-        saved = run.config()
+        saved = _with_secrets(run, config)
         if "max_steps" in config.model_fields_set and config.max_steps != saved.max_steps:
             saved = saved.model_copy(update={"max_steps": config.max_steps})
         config = saved

@@ -12,25 +12,42 @@ runs/<name>/
   metrics.jsonl          one line of metrics per step (also sent to MLflow)
   mlflow.db              the default MLflow store (sqlite)
 ```
+
+`trajectories.jsonl` and `metrics.jsonl` are only ever appended to, so a kill can leave at
+most their last line half-written; resume cuts such a torn tail (with a warning) and
+refuses a file damaged anywhere else. Every file written here goes through
+`agentrft.redact` first: URL passwords, API keys and tokens never reach the disk.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import math
 import os
 import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from agentrft.backend import BackendError
 from agentrft.config import Config, dump_config, load_config
+from agentrft.redact import scrub
+
+log = logging.getLogger(__name__)
 
 CHECKPOINTS = "checkpoints"
+#: The files a run appends to, one JSON object per line, and the step a record belongs to
+#: (every other file of a run is replaced atomically).
+APPEND_ONLY: dict[str, Callable[[dict[str, Any]], int]] = {
+    "metrics.jsonl": lambda r: r.get("step", 0),
+    "trajectories.jsonl": lambda r: (r.get("metadata") or {}).get("step", 0),
+}
 
 
 class RunDir:
@@ -52,7 +69,9 @@ class RunDir:
             path = root / f"{name}-{n}"
         path.mkdir(parents=True, exist_ok=True)
         run = cls(path)
-        (path / "config.yaml").write_text(dump_config(config), encoding="utf-8")
+        # Without secrets (URL passwords, keys): resume takes them from its own config.
+        safe = Config.model_validate(scrub(config.model_dump(mode="json")))
+        (path / "config.yaml").write_text(dump_config(safe), encoding="utf-8")
         return run
 
     @classmethod
@@ -77,7 +96,7 @@ class RunDir:
 
     def update_info(self, **values: Any) -> None:
         info = self.read_info()
-        info.update(values)
+        info.update(scrub(values))
         _atomic_write(self.path / "run.json", json.dumps(info, indent=2))
 
     def append_metrics(self, step: int, metrics: dict[str, float]) -> None:
@@ -114,12 +133,30 @@ class RunDir:
         tmp.rename(final)
 
     def truncate_after(self, step: int) -> None:
-        """Drop what steps after `step` wrote (resume replays them exactly)."""
-        _filter_jsonl(self.path / "metrics.jsonl", lambda r: r.get("step", 0) <= step)
-        _filter_jsonl(
-            self.path / "trajectories.jsonl",
-            lambda r: (r.get("metadata") or {}).get("step", 0) <= step,
-        )
+        """Drop what steps after `step` wrote, so that resume replays them exactly.
+
+        An append-only file's unterminated last line is a write a kill interrupted: it is
+        cut, with a warning naming the file and the bytes dropped. A damaged line anywhere
+        else is an error naming the file and line, and then no file is changed.
+        """
+        files = [(self.path / name, step_of) for name, step_of in APPEND_ONLY.items()]
+        files = [(path, step_of) for path, step_of in files if path.is_file()]
+        torn: list[int] = []
+        try:
+            for path, step_of in files:
+                torn.append(_filter_jsonl(path, _partial(path), step_of, step))
+        except BaseException:
+            for path, _ in files:
+                _partial(path).unlink(missing_ok=True)
+            raise
+        for (path, _), n in zip(files, torn, strict=True):
+            if n:
+                log.warning(
+                    "%s: dropped a torn last line (%d bytes) left by an interrupted write",
+                    path,
+                    n,
+                )
+            _partial(path).replace(path)
         root = self.path / CHECKPOINTS
         if root.is_dir():
             for p in root.glob("step_*"):
@@ -128,24 +165,79 @@ class RunDir:
                     shutil.rmtree(p, ignore_errors=True)
 
 
+def _partial(path: Path) -> Path:
+    return path.with_name(path.name + ".partial")
+
+
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".partial")
+    tmp = _partial(path)
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
 
 
-def _filter_jsonl(path: Path, keep: Any) -> None:
-    if not path.is_file():
-        return
-    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    kept = [ln for ln in lines if keep(json.loads(ln))]
-    _atomic_write(path, "".join(ln + "\n" for ln in kept))
+def _filter_jsonl(
+    path: Path, out: Path, step_of: Callable[[dict[str, Any]], int], last: int
+) -> int:
+    """Copy the records of `path` up to step `last` to `out`; returns the bytes of a torn
+    (unterminated) last line, which is left out.
+
+    Bytes, not text: a torn line may end inside a multi-byte character.
+    """
+    torn = 0
+    with path.open("rb") as src, out.open("wb") as dst:
+        for lineno, line in enumerate(src, start=1):
+            if not line.endswith(b"\n"):  # only the last line can lack one
+                torn = len(line)
+                break
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise ValueError(f"a JSON {type(record).__name__}, not an object")
+            except ValueError as exc:
+                raise BackendError(
+                    f"{path}: line {lineno} is not a JSON record ({exc}); only a file's last "
+                    "line can be torn by an interrupted run, so this one was damaged some "
+                    "other way. Repair or delete that line, then resume again"
+                ) from None
+            if step_of(record) <= last:
+                dst.write(line)
+    return torn
+
+
+#: MLflow's own opt-out (mlflow/telemetry/utils.py `is_telemetry_disabled`, read once when
+#: mlflow is imported; `DO_NOT_TRACK=true` works too).
+TELEMETRY_ENV = "MLFLOW_DISABLE_TELEMETRY"
+
+
+def import_mlflow() -> Any:
+    """`import mlflow` with its usage telemetry off unless the user set MLFLOW_DISABLE_TELEMETRY.
+
+    Otherwise importing mlflow starts a thread that fetches config.mlflow-telemetry.io and
+    reports usage events. The variable must be set before the import; if mlflow was already
+    imported (a plugin, a notebook), its telemetry client is re-evaluated so it goes away.
+    """
+    import sys
+
+    imported = "mlflow" in sys.modules
+    os.environ.setdefault(TELEMETRY_ENV, "true")
+    import mlflow
+
+    if imported:
+        from mlflow.telemetry import get_telemetry_client, set_telemetry_client
+
+        if get_telemetry_client() is not None:
+            set_telemetry_client()  # None when telemetry is now disabled
+    return mlflow
 
 
 class Tracker:
     """MLflow logging (a sqlite store in the run directory unless a URI is configured).
 
     mlflow is imported only here, when a run starts; `enabled=False` makes every call a no-op.
+    A resumed run (`run_id` given) logs a metric only at steps after the last one the store
+    already holds for it: the steps replayed after the checkpoint were logged once already.
     """
 
     def __init__(
@@ -161,11 +253,10 @@ class Tracker:
         self.enabled = enabled
         self.run_id: str | None = None
         self._mlflow: Any = None
+        self._logged: dict[str, int] = {}
         if not enabled:
             return
-        import logging
-
-        import mlflow
+        mlflow = import_mlflow()
 
         # Alembic's and mlflow's store-migration chatter would bury the live view.
         logging.getLogger("alembic").setLevel(logging.WARNING)
@@ -189,17 +280,30 @@ class Tracker:
         self.run_id = active.info.run_id
         self.uri = uri
         self._mlflow = mlflow
+        if run_id:
+            self._logged = self._last_logged_steps(run_id)
+
+    def _last_logged_steps(self, run_id: str) -> dict[str, int]:
+        """The highest step the store holds for each of the run's metrics."""
+        client = self._mlflow.MlflowClient()
+        keys = client.get_run(run_id).data.metrics
+        return {k: max(m.step for m in client.get_metric_history(run_id, k)) for k in keys}
 
     def log_params(self, params: dict[str, Any]) -> None:
         if self._mlflow is not None:
-            flat = {k: str(v)[:500] for k, v in params.items()}
+            flat = {k: str(v)[:500] for k, v in scrub(params).items()}
             self._mlflow.log_params(flat)
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
-        if self._mlflow is not None:
-            self._mlflow.log_metrics(
-                {k.replace("@", "_at_"): float(v) for k, v in metrics.items()}, step=step
-            )
+        if self._mlflow is None:
+            return
+        new = {
+            key: float(v)
+            for k, v in metrics.items()
+            if step > self._logged.get(key := k.replace("@", "_at_"), -math.inf)
+        }
+        if new:
+            self._mlflow.log_metrics(new, step=step)
 
     def log_artifact(self, path: str | Path) -> None:
         if self._mlflow is not None:
@@ -220,7 +324,7 @@ def _seed_sqlite_store(db: Path) -> None:
     ~1 s in memory. The empty store is built once per mlflow version (on tmpfs when there
     is one) and cached.
     """
-    import mlflow
+    mlflow = import_mlflow()
 
     from agentrft.backends.local.tiny_model import cache_root
 

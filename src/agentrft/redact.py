@@ -1,0 +1,196 @@
+"""Secrets out of everything agentrft writes: one scrubber that every writer calls.
+
+What counts as a secret:
+
+- a URL's password (`http://user:secret@host` -> `http://user:***@host`) and credential-like
+  query parameters (`?api_key=...`, `X-Amz-Signature=...`);
+- `Bearer` / `Basic` credentials, and `--api-key VALUE` / `api_key=VALUE` style text;
+- AWS access key ids (`AKIA...`, `ASIA...`) and tokens shaped like OpenAI's or Anthropic's
+  (`sk-...`), Hugging Face's (`hf_...`) or GitHub's (`ghp_...`);
+- the value of any dict key, or of any command-line flag in a list, named like a credential
+  (`api_key`, `Authorization`, `hf_token`, `--api-key`, ...);
+- every value given to `register_secret` (the policy clients register their keys and
+  tokens), and the value of every environment variable named like a credential
+  (`OPENAI_API_KEY`, `AWS_SECRET_ACCESS_KEY`, `HF_TOKEN`, ...): a server that echoes a key
+  back cannot put it in a trajectory.
+
+Writers: trajectory JSONL (`agentrft.trajectory`), evaluation reports
+(`agentrft.evaluation.write_report`), the local run's config.yaml, run.json and MLflow params.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+#: What a secret is replaced with.
+REDACTED = "***"
+
+#: Shorter values are never treated as secrets by value ("EMPTY", "true", "x" would
+#: otherwise be scrubbed from every file).
+MIN_SECRET_LENGTH = 8
+
+_CREDENTIAL = (
+    r"(?:api[_-]?key|access[_-]?key|secret[_-]?key|client[_-]?secret|private[_-]?key"
+    r"|password|passwd|token|authorization|cookie|credentials?|signature)"
+)
+#: A name (dict key, env variable, flag) that holds a credential: the word on its own or
+#: between non-letters, so `hf_token` and `X-Api-Key` match but `max_tokens` does not.
+_CREDENTIAL_NAME = re.compile(rf"(?:^|[^a-z]){_CREDENTIAL}(?:$|[^a-z])", re.IGNORECASE)
+_FLAG = re.compile(rf"^--?[\w-]*{_CREDENTIAL}$", re.IGNORECASE)
+_VALUE = r"(?!\*\*\*)[^\s\"',;&\\]"  # a credential value in text (never one already scrubbed)
+
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # scheme://user:password@host -> scheme://user:***@host
+    (re.compile(r"([a-z][a-z0-9+.\-]*://[^\s/:@?#\"'\\]*):[^\s/@?#\"'\\]+@", re.I), r"\1:***@"),
+    # ?api_key=...&X-Amz-Signature=...
+    (
+        re.compile(rf"([?&;][^=&#\s\"'\\]*{_CREDENTIAL}[^=&#\s\"'\\]*=){_VALUE}+", re.I),
+        r"\1***",
+    ),
+    # Authorization schemes; the token must look like one (a digit, or 24+ characters).
+    (
+        re.compile(
+            r"\b(Bearer|Basic)\s+(?:(?=[\w\-.~+/]*\d)[\w\-.~+/]{8,}|[\w\-.~+/]{24,})=*", re.I
+        ),
+        r"\1 ***",
+    ),
+    # api_key=VALUE, password: VALUE, "hf_token": "VALUE"
+    (
+        re.compile(
+            rf"((?:^|[^\w-])[\w-]*{_CREDENTIAL}[\"']?\s*[:=]\s*[\"']?)"
+            rf"(?!(?:Bearer|Basic)\s){_VALUE}{{4,}}",
+            re.I,
+        ),
+        r"\1***",
+    ),
+    # --api-key VALUE (the value is not the next flag)
+    (re.compile(rf"(--[\w-]*{_CREDENTIAL}\s+)(?!-){_VALUE}{{4,}}", re.I), r"\1***"),
+    # Key shapes that need no context: AWS access key ids; OpenAI/Anthropic, Hugging Face
+    # and GitHub tokens.
+    (re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"), REDACTED),
+    (re.compile(r"\b(?:sk-[\w-]{16,}|hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,})"), REDACTED),
+)
+
+_registered: set[str] = set()
+_lock = threading.Lock()
+
+
+def register_secret(*values: str | None) -> None:
+    """Remember `values` (API keys, tokens) so every writer scrubs them (for this process)."""
+    with _lock:
+        _registered.update(v for v in values if v and len(v) >= MIN_SECRET_LENGTH)
+
+
+def secret_values() -> list[str]:
+    """The registered secrets and credential-named environment values, longest first."""
+    env = {
+        v
+        for k, v in os.environ.items()
+        if len(v) >= MIN_SECRET_LENGTH and _CREDENTIAL_NAME.search(k)
+    }
+    with _lock:
+        found = env | _registered
+    return sorted(found, key=len, reverse=True)
+
+
+def is_credential_name(name: str) -> bool:
+    """Whether a key, header, flag or variable named `name` holds a credential."""
+    return bool(_CREDENTIAL_NAME.search(name))
+
+
+def scrub_text(text: str, secrets: list[str] | None = None) -> str:
+    """`text` with every secret (see the module docstring) replaced by `***`.
+
+    `secrets` defaults to `secret_values()`; pass it to scrub many strings at once.
+    """
+    for secret in secret_values() if secrets is None else secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def scrub(value: T) -> T:
+    """A copy of JSON-like data (dicts, lists, tuples, strings) with secrets replaced.
+
+    Strings go through `scrub_text`; a string under a credential-named key, or after a
+    credential-named flag in a list (`["--api-key", "sk-..."]`), is replaced whole.
+    """
+    return _scrub(value, secret_values())  # type: ignore[no-any-return]
+
+
+def _scrub(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        return scrub_text(value, secrets)
+    if isinstance(value, dict):
+        return {
+            k: REDACTED
+            if isinstance(v, str) and v and isinstance(k, str) and is_credential_name(k)
+            else _scrub(v, secrets)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        out = [_scrub(v, secrets) for v in value]
+        for i in range(1, len(out)):
+            prev, cur = value[i - 1], value[i]
+            if isinstance(prev, str) and isinstance(cur, str) and cur and _FLAG.match(prev):
+                out[i] = REDACTED
+        return tuple(out) if isinstance(value, tuple) else out
+    return value
+
+
+def scrub_json_line(line: str) -> str:
+    """One JSON document (a JSONL record) with secrets replaced, re-serialised compactly.
+
+    The text is searched first: a record without secrets, the common case, is returned
+    as is. Otherwise it is decoded and scrubbed value by value, so a replacement can
+    never break the JSON's escaping.
+    """
+    secrets = secret_values()
+    escaped = [json.dumps(s)[1:-1] for s in secrets]
+    if scrub_text(line, secrets) == line and not any(s in line for s in escaped):
+        return line
+    data = _scrub(json.loads(line), secrets)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def restore_redacted(saved: Any, given: Any) -> tuple[Any, list[str]]:
+    """Put back the secrets a saved, scrubbed structure lost, from `given`: the same
+    structure as the user passes it now (a resumed run's config, say).
+
+    Where a saved value holds `***`, the given value replaces it if it scrubs to exactly
+    the saved one. Returns the restored structure and the dotted paths left redacted.
+    """
+    missing: list[str] = []
+
+    def walk(saved: Any, given: Any, path: str, key: str) -> Any:
+        if not _holds_redacted(saved) or saved == given:
+            return saved
+        if isinstance(saved, dict) and isinstance(given, dict):
+            return {
+                k: walk(v, given.get(k), f"{path}.{k}" if path else str(k), str(k))
+                for k, v in saved.items()
+            }
+        if given is not None and scrub({key: given})[key] == saved:
+            return given
+        missing.append(path)
+        return saved
+
+    return walk(saved, given, "", ""), missing
+
+
+def _holds_redacted(value: Any) -> bool:
+    if isinstance(value, str):
+        return REDACTED in value
+    if isinstance(value, dict):
+        return any(_holds_redacted(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_redacted(v) for v in value)
+    return False
