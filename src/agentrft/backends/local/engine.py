@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from agentrft.backends.local.chat_tokens import ChatTokenizer
@@ -90,11 +89,15 @@ def apply_cpu_preset(config: Config, *, has_expert: bool = True) -> Config:
 
 
 def resolve_model_path(config: Config) -> str:
-    """The model directory or id to load; builds the tiny model when none is configured."""
+    """The model directory, `.gguf` file or id to load; builds the tiny model when none is
+    configured. `local.model` may also be `pkg:MODULE` (a GGUF inside an installed package)."""
     if config.local.model:
+        from agentrft.backends.local.gguf_model import resolve_local_model
+
         model = config.local.model
-        if Path(model).expanduser().exists():
-            return str(Path(model).expanduser())
+        local = resolve_local_model(model)
+        if local is not None:
+            return local
         # A hub id: fetch it here once, so the vLLM server (started offline) and the
         # trainer read the same local snapshot.
         from huggingface_hub import snapshot_download
@@ -177,7 +180,7 @@ class Engine:
 
 def make_engine(config: Config, model_path: str | None = None) -> Engine:
     """Start the sampler for `config` (a vLLM server when chosen) and load the tokenizer."""
-    from transformers import AutoTokenizer
+    from agentrft.backends.local.trainer import load_tokenizer
 
     path = model_path or resolve_model_path(config)
     device = resolve_device(config)
@@ -200,7 +203,7 @@ def make_engine(config: Config, model_path: str | None = None) -> Engine:
         find_vllm_python,
     )
 
-    chat = ChatTokenizer(AutoTokenizer.from_pretrained(path))
+    chat = ChatTokenizer(load_tokenizer(path))
     closers: list[Any] = []
     if config.local.vllm_url:
         url = config.local.vllm_url.rstrip("/")

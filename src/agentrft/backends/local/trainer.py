@@ -55,15 +55,31 @@ def resolve_dtype(dtype: str, device: str) -> Any:
 
 
 def load_model_and_tokenizer(path: str, *, device: str = "auto", dtype: str = "auto"):
-    """Load a causal LM and its tokenizer from a directory or model id (no hub for tiny)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Load a causal LM and its tokenizer from a directory, a model id or a `.gguf` file
+    (de-quantized by transformers; see gguf_model.py)."""
+    from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
+
+    from agentrft.backends.local.gguf_model import from_pretrained_args
 
     hf_logging.disable_progress_bar()
     device = resolve_device(device)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=resolve_dtype(dtype, device))
+    tokenizer = load_tokenizer(path)
+    source, extra = from_pretrained_args(path)
+    model = AutoModelForCausalLM.from_pretrained(
+        source, dtype=resolve_dtype(dtype, device), **extra
+    )
     return model.to(device), tokenizer
+
+
+def load_tokenizer(path: str):
+    """The tokenizer (with its chat template) of a model directory, id or `.gguf` file."""
+    from transformers import AutoTokenizer
+
+    from agentrft.backends.local.gguf_model import from_pretrained_args
+
+    source, extra = from_pretrained_args(path)
+    return AutoTokenizer.from_pretrained(source, **extra)
 
 
 def sequence_logprobs(

