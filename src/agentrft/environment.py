@@ -6,6 +6,7 @@ import functools
 from typing import Any
 
 from agentrft.messages import ToolCall
+from agentrft.tool_threads import ToolThreads
 from agentrft.tools import Tool, ToolResult
 
 
@@ -53,8 +54,12 @@ class Environment:
         episode, or None to end it (the default)."""
         return None
 
-    async def call_tool(self, call: ToolCall) -> ToolResult:
-        """Run one call; unknown tool names and bad arguments become error replies."""
+    async def call_tool(self, call: ToolCall, *, threads: ToolThreads | None = None) -> ToolResult:
+        """Run one call; unknown tool names and bad arguments become error replies.
+
+        A sync tool runs on a thread of `threads` (see `Tool.invoke`); only one call of this
+        environment runs at a time, so its state needs no lock.
+        """
         index = _tool_index(type(self))  # type: ignore[arg-type]  # classes hash
         attr = index.get(call.name)
         if attr is None:
@@ -66,7 +71,7 @@ class Environment:
         self.current_call = call
         try:
             # Bind only the tool called (the `tools` property binds every one).
-            return await getattr(self, attr).invoke(call.arguments)
+            return await getattr(self, attr).invoke(call.arguments, threads=threads)
         finally:
             self.current_call = None
 

@@ -4,6 +4,10 @@ prompts, tool schemas, parsing, limits and rewards.
 
 Nothing raises out of an episode: model faults, tool faults and reward bugs are recorded as
 failure kinds and the episode still ends with a reward.
+
+Sync tools run on worker threads (`agentrft.tool_threads`), async ones on the loop; both run
+under the episode's wall-clock budget. `Task.parse`, `Environment.recover`, `on_text_reply`
+and the reward run on the loop: they are meant to be quick, pure Python.
 """
 
 from __future__ import annotations
@@ -13,12 +17,13 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from agentrft.messages import Message, ToolCall, tool_reply, user
 from agentrft.policy import Completion, Policy, PolicyError, Sampling
 from agentrft.reward import RewardResult
 from agentrft.task import EpisodeLimits, Task, TaskInputError
+from agentrft.tool_threads import ToolThreads
 from agentrft.trajectory import FailureKind, Trajectory, Turn
 
 T = TypeVar("T")
@@ -36,10 +41,13 @@ async def run_episode(
     reward_fn: RewardFn | None = None,
     episode_id: str | None = None,
     metadata: dict[str, Any] | None = None,
+    tool_threads: ToolThreads | None = None,
 ) -> Trajectory:
     """Play one episode of `task` on the row `prompt` with `policy`, to the end.
 
-    `reward_fn(env, trajectory)` replaces the task's reward (a `--reward` plugin).
+    `reward_fn(env, trajectory)` replaces the task's reward (a `--reward` plugin). Sync
+    tools run on `tool_threads` (default: the process-wide pool). A tool call still running
+    at the deadline ends the episode with `wall_clock` and the lowest reward.
     """
     sampling = sampling or Sampling()
     limits = limits or task.limits
@@ -70,11 +78,18 @@ async def run_episode(
     session = policy.session()
     deadline = started + limits.timeout_s
 
-    await _play(env, session, messages, tools, sampling, limits, deadline, traj)
+    cut_off = await _play(
+        env, session, messages, tools, sampling, limits, deadline, traj, tool_threads
+    )
 
-    for kind, detail in env.events:
+    for kind, detail in list(env.events):  # a copy: a given-up tool thread may still append
         traj.fail(kind, detail)
     traj.wall_s = time.perf_counter() - started
+    if cut_off:
+        # The environment stopped mid-call (and a sync tool may still be changing it on
+        # its thread): there is no consistent state to score.
+        traj.reward = task.lowest_reward()
+        return traj
     try:
         traj.reward = (reward_fn or task.reward)(env, traj)
     except Exception as exc:  # a reward bug gives the lowest tier, visibly
@@ -101,16 +116,18 @@ async def _play(
     limits: EpisodeLimits,
     deadline: float,
     traj: Trajectory,
-) -> None:
+    tool_threads: ToolThreads | None,
+) -> bool:
+    """Play the turns; True when the deadline cut a tool call off."""
     for turn_index in range(limits.max_turns):
         if env.done:
             traj.stop_reason = "done"
-            return
+            return False
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
             traj.fail(FailureKind.WALL_CLOCK, f"episode exceeded {limits.timeout_s:g}s")
             traj.stop_reason = FailureKind.WALL_CLOCK
-            return
+            return False
         t0 = time.perf_counter()
         try:
             completion: Completion = await within(
@@ -119,15 +136,15 @@ async def _play(
         except PolicyError as exc:
             traj.fail(exc.kind, str(exc), turn_index)
             traj.stop_reason = exc.kind
-            return
+            return False
         except (asyncio.TimeoutError, TimeoutError):
             traj.fail(FailureKind.WALL_CLOCK, f"episode exceeded {limits.timeout_s:g}s", turn_index)
             traj.stop_reason = FailureKind.WALL_CLOCK
-            return
+            return False
         except Exception as exc:  # any client bug ends the episode, never the job
             traj.fail(FailureKind.POLICY_ERROR, f"{type(exc).__name__}: {exc}", turn_index)
             traj.stop_reason = FailureKind.POLICY_ERROR
-            return
+            return False
         finally:
             traj.policy_s += time.perf_counter() - t0
 
@@ -155,7 +172,7 @@ async def _play(
             if not text:
                 traj.fail(FailureKind.EMPTY_REPLY, "the model returned nothing", turn_index)
                 traj.stop_reason = FailureKind.EMPTY_REPLY
-                return
+                return False
             calls = _safe_recover(env, text, traj, turn_index)
             recovered = bool(calls)
             if not calls:
@@ -163,7 +180,7 @@ async def _play(
                 if nudge is None:
                     traj.fail(FailureKind.NO_TOOL_CALL, text[:200], turn_index)
                     traj.stop_reason = FailureKind.NO_TOOL_CALL
-                    return
+                    return False
                 nudge_msg = user(nudge)
                 messages.append(nudge_msg)
                 turn.tool_messages.append(nudge_msg)
@@ -171,16 +188,21 @@ async def _play(
 
         t1 = time.perf_counter()
         stop = await _run_calls(
-            env, calls, recovered, limits, deadline, traj, turn, messages, turn_index
+            env, calls, recovered, limits, deadline, traj, turn, messages, turn_index, tool_threads
         )
         traj.tool_s += time.perf_counter() - t1
         if stop:
-            return
+            return stop == "cut_off"
     if env.done:
         traj.stop_reason = "done"
     else:
         traj.fail(FailureKind.MAX_TURNS, f"no end after {limits.max_turns} turns")
         traj.stop_reason = FailureKind.MAX_TURNS
+    return False
+
+
+#: Why `_run_calls` stops an episode: an ordinary stop, or the deadline interrupted a call.
+_Stop = Literal["stop", "cut_off"]
 
 
 async def _run_calls(
@@ -193,20 +215,23 @@ async def _run_calls(
     turn: Turn,
     messages: list[Message],
     turn_index: int,
-) -> bool:
-    """Execute the calls of one reply in order; True when the episode must stop."""
+    tool_threads: ToolThreads | None,
+) -> _Stop | None:
+    """Execute the calls of one reply in order; why the episode must stop, else None."""
     for call in calls:
         if traj.tool_calls >= limits.max_tool_calls:
             traj.fail(FailureKind.MAX_TOOL_CALLS, f"more than {limits.max_tool_calls} tool calls")
             traj.stop_reason = FailureKind.MAX_TOOL_CALLS
-            return True
+            return "stop"
         traj.tool_calls += 1
         if recovered:
             traj.fail(FailureKind.PLAIN_TEXT_CALL, f"{call.name}({call.arguments})", turn_index)
         try:
-            # The wall-clock budget covers tools too: an async tool that hangs must not
-            # hold the episode (and the job) forever.
-            result = await within(env.call_tool(call), deadline - time.perf_counter())
+            # The wall-clock budget covers tools too: a tool that hangs (async, or sync on
+            # its thread) must not hold the episode (and the job) forever.
+            result = await within(
+                env.call_tool(call, threads=tool_threads), deadline - time.perf_counter()
+            )
         except (asyncio.TimeoutError, TimeoutError):
             traj.fail(
                 FailureKind.WALL_CLOCK,
@@ -214,7 +239,7 @@ async def _run_calls(
                 turn_index,
             )
             traj.stop_reason = FailureKind.WALL_CLOCK
-            return True
+            return "cut_off"
         if result.failure:
             traj.fail(result.failure, result.content[:200], turn_index)
         # A recovered call has no tool_call id to answer, so its result goes back as a user turn.
@@ -223,8 +248,8 @@ async def _run_calls(
         turn.tool_messages.append(reply)
         if env.done:
             traj.stop_reason = "done"
-            return True
-    return False
+            return "stop"
+    return None
 
 
 def _safe_recover(env: Any, text: str, traj: Trajectory, turn_index: int) -> list[ToolCall]:
@@ -251,10 +276,18 @@ async def run_episodes(
     concurrency: int = 32,
     on_episode: EpisodeCallback | None = None,
     metadata: Callable[[int], dict[str, Any]] | None = None,
+    tool_threads: ToolThreads | None = None,
 ) -> list[Trajectory]:
-    """Play many episodes with at most `concurrency` in flight; results keep input order."""
+    """Play many episodes with at most `concurrency` in flight; results keep input order.
+
+    Sync tools run on `tool_threads`; by default on a pool of `concurrency` threads made for
+    this call (one per episode in flight, so a sync call never queues behind another).
+    """
     prompts = list(prompts)
-    sem = asyncio.Semaphore(max(1, concurrency))
+    concurrency = max(1, concurrency)
+    sem = asyncio.Semaphore(concurrency)
+    own_threads = tool_threads is None
+    threads = ToolThreads(concurrency) if tool_threads is None else tool_threads
     results: list[Trajectory | None] = [None] * len(prompts)
 
     async def one(i: int, prompt: str) -> None:
@@ -267,6 +300,7 @@ async def run_episodes(
                 limits=limits,
                 reward_fn=reward_fn,
                 metadata=metadata(i) if metadata else None,
+                tool_threads=threads,
             )
         results[i] = traj
         if on_episode is not None:
@@ -274,5 +308,9 @@ async def run_episodes(
             if isinstance(out, Awaitable):
                 await out
 
-    await asyncio.gather(*(one(i, p) for i, p in enumerate(prompts)))
+    try:
+        await asyncio.gather(*(one(i, p) for i, p in enumerate(prompts)))
+    finally:
+        if own_threads:
+            threads.shutdown()  # idle threads exit; a given-up one when its call returns
     return [r for r in results if r is not None]

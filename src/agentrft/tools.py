@@ -16,6 +16,8 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from agentrft.tool_threads import ToolThreads, shared_tool_threads
+
 
 class ToolError(Exception):
     """Raise inside a tool to send `message` back to the model as the tool's reply.
@@ -87,6 +89,8 @@ class Tool:
         doc_description, arg_docs = parse_docstring(fn.__doc__)
         self.description = description or doc_description or self.name
         self.is_method = _first_param_is_self(fn)
+        #: `async def` tools run on the event loop; sync ones on a worker thread.
+        self.is_async = inspect.iscoroutinefunction(fn)
         self.params_model = _params_model(fn, arg_docs, skip_first=self.is_method, name=self.name)
         self._bound_to: Any = None
         # The schema as JSON, built once: pydantic's schema generation costs ~100 us per
@@ -156,12 +160,23 @@ class Tool:
                 kind="invalid_arguments",
             ) from None
 
-    async def invoke(self, arguments: str | dict[str, Any]) -> ToolResult:
-        """Validate, run (sync or async) and stringify. Never raises."""
+    async def invoke(
+        self, arguments: str | dict[str, Any], *, threads: ToolThreads | None = None
+    ) -> ToolResult:
+        """Validate, run and stringify. Never raises (but a cancellation propagates).
+
+        An `async def` tool runs on the event loop. A sync tool runs on a thread of
+        `threads` (default: the process-wide pool), so a blocking call (requests, a
+        database driver, boto3) holds neither the loop nor the other episodes on it.
+        """
         try:
             parsed = self.validate(arguments)
             kwargs = {k: getattr(parsed, k) for k in type(parsed).model_fields}
-            out = self(**kwargs)
+            if self.is_async:
+                out = self(**kwargs)
+            else:
+                pool = threads if threads is not None else shared_tool_threads()
+                out = await pool.run(self, **kwargs)
             if inspect.isawaitable(out):
                 out = await out
         except ToolError as exc:

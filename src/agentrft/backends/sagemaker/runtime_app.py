@@ -30,6 +30,7 @@ from agentrft.backends.sagemaker.payload import POLICY_MODEL, RolloutPayload, pa
 from agentrft.policy import Policy
 from agentrft.rollout import RewardFn, run_episode
 from agentrft.task import Task
+from agentrft.tool_threads import ToolThreads
 from agentrft.trajectory import Trajectory
 
 log = logging.getLogger("agentrft.runtime")
@@ -45,6 +46,8 @@ POLICY_TIMEOUT_S = 300.0
 POLICY_MAX_RETRIES = 4
 #: Threads that send CompleteRollout / UpdateReward (the service's rollout concurrency).
 REPORT_THREADS = 64
+#: Threads for sync tool calls: one per concurrent rollout, so one never waits for another's.
+TOOL_THREADS = REPORT_THREADS
 
 
 def openai_policy_factory(
@@ -97,6 +100,9 @@ class RolloutRunner:
         # Reports block on the network (and on botocore's retries): their own threads, so
         # a slow job runtime never queues behind the loop's small default executor.
         self._report_pool = ThreadPoolExecutor(REPORT_THREADS, thread_name_prefix="job-report")
+        # Sync tools run here, not on the worker loop every rollout shares: a blocking or
+        # hung tool stalls only its own rollout (which its deadline then ends).
+        self.tool_threads = ToolThreads(TOOL_THREADS, name="rollout-tool")
 
     async def handle(self, raw: Any) -> dict[str, Any]:
         """Play, score and report one rollout; always returns `{"reward": float}`."""
@@ -158,6 +164,7 @@ class RolloutRunner:
                 reward_fn=self.reward_fn,
                 episode_id=payload.trajectory_id,
                 metadata={"job_arn": payload.job_arn, "trajectory_id": payload.trajectory_id},
+                tool_threads=self.tool_threads,
             )
         finally:
             try:
