@@ -139,6 +139,12 @@ class Tool:
                     f"position {exc.pos}). Send a JSON object such as {self._example()}.",
                     kind="malformed_tool_json",
                 ) from None
+            except RecursionError:  # a model can nest brackets deeper than the parser goes
+                raise ToolError(
+                    f"Error: the arguments for {self.name} are nested too deeply. Send a "
+                    f"JSON object such as {self._example()}.",
+                    kind="malformed_tool_json",
+                ) from None
         else:
             data = arguments
         if not isinstance(data, dict):
