@@ -156,8 +156,8 @@ class ExpenseReportEnv(Environment):
         currency = currency.strip().upper()
         try:
             cents = to_cents(amount)
-        except ValueError as exc:
-            raise ToolError(f"Error: {exc}.") from None
+        except ValueError as exc:  # NaN, an infinity, too large
+            raise ToolError(f"Error: amount: {exc}; send a number such as 84.50.") from None
         if cents < 0:
             raise ToolError("Error: amount must not be negative.")
         try:
@@ -201,8 +201,8 @@ class ExpenseReportEnv(Environment):
             )
         try:
             cents = to_cents(amount_usd)
-        except ValueError as exc:
-            raise ToolError(f"Error: {exc}.") from None
+        except ValueError as exc:  # NaN, an infinity, too large
+            raise ToolError(f"Error: amount_usd: {exc}; send a number such as 84.50.") from None
         if cents <= 0:
             raise ToolError("Error: amount_usd must be positive.")
         self.line_items[r.id] = (category, cents)
