@@ -45,9 +45,12 @@ _CREDENTIAL_NAME = re.compile(rf"(?:^|[^a-z]){_CREDENTIAL}(?:$|[^a-z])", re.IGNO
 _FLAG = re.compile(rf"^--?[\w-]*{_CREDENTIAL}$", re.IGNORECASE)
 _VALUE = r"(?!\*\*\*)[^\s\"',;&\\]"  # a credential value in text (never one already scrubbed)
 
+# Each pattern starts at a literal or a short alternation, never at "any word": they run on
+# every trajectory line written (~MBs at GPU scale), and a leading `[\w-]*` made them 50x
+# slower.
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # scheme://user:password@host -> scheme://user:***@host
-    (re.compile(r"([a-z][a-z0-9+.\-]*://[^\s/:@?#\"'\\]*):[^\s/@?#\"'\\]+@", re.I), r"\1:***@"),
+    (re.compile(r"(://[^\s/:@?#\"'\\]*):[^\s/@?#\"'\\]+@"), r"\1:***@"),
     # ?api_key=...&X-Amz-Signature=...
     (
         re.compile(rf"([?&;][^=&#\s\"'\\]*{_CREDENTIAL}[^=&#\s\"'\\]*=){_VALUE}+", re.I),
@@ -63,19 +66,32 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # api_key=VALUE, password: VALUE, "hf_token": "VALUE"
     (
         re.compile(
-            rf"((?:^|[^\w-])[\w-]*{_CREDENTIAL}[\"']?\s*[:=]\s*[\"']?)"
-            rf"(?!(?:Bearer|Basic)\s){_VALUE}{{4,}}",
-            re.I,
+            rf"({_CREDENTIAL}[\"']?\s*[:=]\s*[\"']?)(?!(?:Bearer|Basic)\s){_VALUE}{{4,}}", re.I
         ),
         r"\1***",
     ),
     # --api-key VALUE (the value is not the next flag)
-    (re.compile(rf"(--[\w-]*{_CREDENTIAL}\s+)(?!-){_VALUE}{{4,}}", re.I), r"\1***"),
+    (re.compile(rf"(--[\w-]*?{_CREDENTIAL}\s+)(?!-){_VALUE}{{4,}}", re.I), r"\1***"),
     # Key shapes that need no context: AWS access key ids; OpenAI/Anthropic, Hugging Face
     # and GitHub tokens.
     (re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"), REDACTED),
     (re.compile(r"\b(?:sk-[\w-]{16,}|hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,})"), REDACTED),
 )
+
+# Cheap supersets of `_PATTERNS`, searched in the lower-cased text: case-insensitive
+# matching and a leading `\b` cost Python's `re` 5-15x, and nearly every text written holds
+# no secret. Only a text one of these finds goes through `_PATTERNS`.
+_MAY_MATCH: tuple[re.Pattern[str], ...] = (
+    re.compile(r"://[^\s/:@?#\"'\\]*:[^\s/@?#\"'\\]+@"),
+    re.compile(rf"[?&;][^=&#\s\"'\\]*{_CREDENTIAL}"),
+    re.compile(r"(?:bearer|basic)\s"),
+    re.compile(rf"{_CREDENTIAL}[\"']?\s*[:=]"),
+    re.compile(rf"--[\w-]*?{_CREDENTIAL}\s"),
+    re.compile(r"(?:akia|asia|abia|acca)[a-z0-9]{16}"),
+    re.compile(r"(?:sk-[\w-]{16}|hf_[a-z0-9]{30}|gh[pousr]_[a-z0-9]{30})"),
+)
+#: A JSON string, and whether it is a key whose value is a string (`"k": "`).
+_JSON_STRING = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"(?=(\s*:\s*")?)')
 
 _registered: set[str] = set()
 _lock = threading.Lock()
@@ -112,8 +128,10 @@ def scrub_text(text: str, secrets: list[str] | None = None) -> str:
     for secret in secret_values() if secrets is None else secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
+    lower = text.lower()
+    if any(p.search(lower) for p in _MAY_MATCH):
+        for pattern, replacement in _PATTERNS:
+            text = pattern.sub(replacement, text)
     return text
 
 
@@ -137,28 +155,43 @@ def _scrub(value: Any, secrets: list[str]) -> Any:
             for k, v in value.items()
         }
     if isinstance(value, (list, tuple)):
-        out = [_scrub(v, secrets) for v in value]
+        # Trajectories hold long lists of token ids and logprobs: numbers pass untouched.
+        out = [v if v.__class__ in _PLAIN else _scrub(v, secrets) for v in value]
         for i in range(1, len(out)):
             prev, cur = value[i - 1], value[i]
-            if isinstance(prev, str) and isinstance(cur, str) and cur and _FLAG.match(prev):
+            if prev.__class__ is str and cur.__class__ is str and cur and _FLAG.match(prev):
                 out[i] = REDACTED
         return tuple(out) if isinstance(value, tuple) else out
     return value
 
 
+_PLAIN = frozenset({int, float, bool, type(None)})
+
+
 def scrub_json_line(line: str) -> str:
     """One JSON document (a JSONL record) with secrets replaced, re-serialised compactly.
 
-    The text is searched first: a record without secrets, the common case, is returned
-    as is. Otherwise it is decoded and scrubbed value by value, so a replacement can
-    never break the JSON's escaping.
+    Only the document's strings are searched first (a trajectory is mostly numbers): a
+    record without secrets, the common case, is returned as is, byte for byte. Otherwise
+    it is decoded and scrubbed value by value, so a replacement can never break the
+    JSON's escaping.
     """
     secrets = secret_values()
-    escaped = [json.dumps(s)[1:-1] for s in secrets]
-    if scrub_text(line, secrets) == line and not any(s in line for s in escaped):
+    strings = []
+    for raw, string_value in _JSON_STRING.findall(line):
+        text = json.loads(f'"{raw}"') if "\\" in raw else raw
+        if (string_value and is_credential_name(text)) or _FLAG.match(text):
+            break  # `"api_key": "..."`, `["--api-key", "..."]`: the value goes, whatever it is
+        strings.append(text)
+    else:
+        joined = "\n".join(strings)
+        if scrub_text(joined, secrets) == joined:
+            return line
+    data = json.loads(line)
+    scrubbed = _scrub(data, secrets)
+    if scrubbed == data:  # a false alarm of the quick search
         return line
-    data = _scrub(json.loads(line), secrets)
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(scrubbed, ensure_ascii=False, separators=(",", ":"))
 
 
 def restore_redacted(saved: Any, given: Any) -> tuple[Any, list[str]]:

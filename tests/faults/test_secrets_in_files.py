@@ -224,6 +224,14 @@ def test_scrub_data_env_and_json_lines(monkeypatch: pytest.MonkeyPatch) -> None:
     line = json.dumps({"a": "x\nvalue-from-env-123", "b": 1.5})
     assert json.loads(scrub_json_line(line)) == {"a": "x\n***", "b": 1.5}
     assert scrub_json_line('{"a": "plain"}') == '{"a": "plain"}'  # untouched, byte for byte
+    # Found by the key or flag that names them, though the values look like nothing.
+    assert json.loads(scrub_json_line('{"h": {"X-Api-Key": "plainvalue"}, "n": [1, 2]}')) == {
+        "h": {"X-Api-Key": REDACTED},
+        "n": [1, 2],
+    }
+    assert json.loads(scrub_json_line('{"args": ["--hf-token", "abc"]}')) == {
+        "args": ["--hf-token", REDACTED]
+    }
 
 
 def test_restore_redacted() -> None:
