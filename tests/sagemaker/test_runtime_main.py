@@ -59,9 +59,11 @@ def test_payload_resolution_order() -> None:
     )
     p = parse_payload(raw, {"AWS_REGION": "eu-west-1", "RFT_RUNTIME_ENDPOINT": "http://x:1/"})
     assert p.endpoint == "http://x:1" and p.base_url == "http://x:1/v1"
-    raw["metadata"].update(endpoint="http://meta:2", region="ap-south-1")
+    # metadata wins (a loopback one here: only the job runtime, the operator's
+    # RFT_RUNTIME_ENDPOINT and loopback get credentials; tests/faults covers the refusals)
+    raw["metadata"].update(endpoint="http://127.0.0.1:2", region="ap-south-1")
     p = parse_payload(raw, {"AWS_REGION": "eu-west-1", "RFT_RUNTIME_ENDPOINT": "http://x:1"})
-    assert (p.region, p.endpoint) == ("ap-south-1", "http://meta:2")
+    assert (p.region, p.endpoint) == ("ap-south-1", "http://127.0.0.1:2")
     p = parse_payload({"prompt": "p", "metadata": {"jobArn": JOB, "rolloutId": "r1"}}, {})
     assert p.region == "us-west-2"  # last resort: the job ARN's own region
     assert p.can_play and not p.problems

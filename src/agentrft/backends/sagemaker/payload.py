@@ -11,6 +11,13 @@ The SageMaker SDK also accepts `endpoint`, `region`, `job_arn`, `trajectory_id` 
 `RFT_RUNTIME_ENDPOINT`, else `https://job-runtime.sagemaker.<region>.api.aws`; the region is
 `metadata.region`, else `AWS_REGION` (else `AWS_DEFAULT_REGION`, else the job ARN's region).
 
+Credentials go only to the job runtime: the endpoint, wherever it came from, must be
+`https://job-runtime[.<stage>].sagemaker.<region>.api.aws`, exactly the operator's
+`RFT_RUNTIME_ENDPOINT`, or loopback (127.0.0.1, [::1], localhost) for local runs. Any other
+(plain http, the instance-metadata address, `host@evil`, an odd port or a path) is a payload
+problem: the rollout is not played and not reported, so neither the bearer token (which
+carries the access key id and session token) nor a SigV4 signature leaves the process.
+
 Parsing never raises: whatever is wrong lands in `problems`, and the runtime still answers
 with a reward.
 """
@@ -24,6 +31,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from agentrft.policy import Sampling
 
@@ -36,6 +44,19 @@ CHAT_COMPLETIONS_PATH = "/v1/chat/completions"
 POLICY_MODEL = "default"
 JOB_ARN_HEADER = "X-Amzn-SageMaker-Job-Arn"
 TRAJECTORY_HEADER = "X-Amzn-SageMaker-Trajectory-Id"
+
+#: The only hosts that get credentials: the job runtime (stage like `beta`, region like
+#: `us-gov-west-1`), https, no user info, port 443 at most, no path. ASCII classes only, no
+#: IGNORECASE: case folding would let `ſ` (long s) or `K` (Kelvin) stand in for a letter.
+_JOB_RUNTIME_ENDPOINT = re.compile(
+    r"https://job-runtime(?:\.[a-z][a-z0-9]{0,15})?\.sagemaker\."
+    r"[a-z]{2,4}(?:-[a-z]+)+-[0-9]{1,2}\.api\.aws(?::443)?/?"
+)
+#: Local runs (the loopback fake job runtime, a runtime under test): any port, http or https.
+_LOOPBACK_ENDPOINT = re.compile(r"https?://(?:127\.0\.0\.1|\[::1\]|localhost)(?::[0-9]{1,5})?/?")
+#: Deepest nesting a payload may have (the service's payload nests 2 levels; a decoded row
+#: a few more).
+MAX_PAYLOAD_NESTING = 64
 
 # botocore's JobArn pattern for the job runtime (sagemakerjobruntime 2026-02-01).
 _JOB_ARN = re.compile(
@@ -97,6 +118,33 @@ def endpoint_for(region: str) -> str:
     return ENDPOINT_TEMPLATE.format(region=region)
 
 
+def endpoint_allowed(endpoint: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the runtime may send its bearer token and signed reports to `endpoint`.
+
+    True for the job runtime's own shape, for exactly `$RFT_RUNTIME_ENDPOINT` (the
+    operator's choice), and for loopback; False for everything else.
+    """
+    env = os.environ if environ is None else environ
+    operator = (env.get(ENDPOINT_ENV) or "").strip().rstrip("/")
+    if operator and endpoint.rstrip("/") == operator:
+        return True
+    return bool(_JOB_RUNTIME_ENDPOINT.fullmatch(endpoint) or _LOOPBACK_ENDPOINT.fullmatch(endpoint))
+
+
+def shown_endpoint(endpoint: str) -> str:
+    """`endpoint` fit for a log line: no user info, no query, bounded, quoted."""
+    try:
+        parts = urlsplit(endpoint)
+        host = parts.netloc.rpartition("@")[2]
+        text = f"{parts.scheme}://{host}{parts.path}" if parts.scheme else endpoint.split("?")[0]
+        hidden = " (user info not shown)" if "@" in parts.netloc else ""
+    except ValueError:
+        text, hidden = endpoint, ""
+    if len(text) > 100:
+        text = text[:100] + "..."
+    return repr(text) + hidden
+
+
 def job_arn_parts(job_arn: str) -> tuple[str, str] | None:
     """(region, account) of a job ARN, or None when it is not one."""
     m = _JOB_ARN.match(job_arn or "")
@@ -112,6 +160,9 @@ def parse_payload(raw: Any, environ: Mapping[str, str] | None = None) -> Rollout
             f"payload is a {type(raw).__name__}, expected a JSON object with 'prompt' and "
             "'metadata'"
         )
+        return out
+    if _nests_deeper(raw, MAX_PAYLOAD_NESTING):
+        out.problems.append(f"payload nests deeper than {MAX_PAYLOAD_NESTING} levels")
         return out
     out.diagnose = raw.get("diagnose") is True
     out.prompt = _prompt(raw, out.problems)
@@ -147,10 +198,35 @@ def parse_payload(raw: Any, environ: Mapping[str, str] | None = None) -> Rollout
         out.problems.append("no region: set metadata.region or AWS_REGION")
     if out.endpoint:
         out.endpoint = out.endpoint.rstrip("/")
+        # Checked whatever its source: a payload's metadata.region shapes the default too.
+        if not endpoint_allowed(out.endpoint, env):
+            out.problems.append(
+                f"endpoint {shown_endpoint(out.endpoint)} is not the job runtime "
+                "(https://job-runtime[.<stage>].sagemaker.<region>.api.aws), "
+                f"${ENDPOINT_ENV} or loopback; nothing was sent"
+            )
+            out.endpoint = None
 
     params = raw.get("inferenceParams", raw.get("inference_params"))
     out.sampling = _sampling(params, out.problems)
     return out
+
+
+def _nests_deeper(value: Any, limit: int) -> bool:
+    """Whether `value` nests lists/objects deeper than `limit` (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children)
+    return False
 
 
 def _prompt(raw: Mapping[str, Any], problems: list[str]) -> str | None:

@@ -247,7 +247,16 @@ class _RolloutApp(BedrockAgentCoreApp):
         self.runner = runner
 
     async def _handle_invocation(self, request: Any) -> Response:
-        response: Response = await super()._handle_invocation(request)
+        try:
+            response: Response = await super()._handle_invocation(request)
+        except Exception as exc:  # the body's JSON nests past the recursion limit, or an
+            # integer passes Python's 4,300 digits: the base app lets both out as a 500
+            log.warning(
+                "invocation body could not be decoded (%s: %s); answering the lowest reward",
+                type(exc).__name__,
+                str(exc)[:200],
+            )
+            return JSONResponse({"reward": self.runner.lowest})
         if response.status_code >= 400:
             log.warning(
                 "invocation answered HTTP %s before the rollout ran (body not JSON?); "
