@@ -2,17 +2,22 @@
 JSON array.
 
 Both backends consume the same rows. Each row's prompt is the `prompt` column, else the
-file's first column, and reaches `Task.parse` untouched, as a string. A malformed file or row
-fails with a `DatasetError` naming the file and the row number (1-based, counting data rows
-only). Writes are atomic: a failed write leaves no file behind and never a half-written one.
+file's first column (the managed service's rule; a warning names the column taken), and
+reaches `Task.parse` untouched, as a string. A malformed file or row fails with a
+`DatasetError` naming the file and the row number (1-based, counting data rows only): JSON
+that repeats a key, nests past Python's recursion limit or holds an integer past its
+4,300-digit limit included. Writes are atomic: a failed write leaves no file behind and
+never a half-written one.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import csv
 import io
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -30,10 +35,45 @@ _SUFFIXES = {
     ".json": "json",
 }
 PROMPT_COLUMN = "prompt"
+#: Longest integer literal read from JSON rows (Python refuses past 4,300 digits).
+MAX_INT_DIGITS = 4300
+
+log = logging.getLogger("agentrft.datasets")
 
 
 class DatasetError(ValueError):
     """A dataset file cannot be read or written; the message names the file and the row."""
+
+
+class _RowJSONError(ValueError):
+    """A JSON row breaks a rule `json` itself does not check (repeated key, huge integer)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    row = dict(pairs)
+    if len(row) != len(pairs):  # json keeps the last value silently; a row means one
+        counts = collections.Counter(k for k, _ in pairs)
+        repeated = next(k for k, n in counts.items() if n > 1)
+        raise _RowJSONError(f"repeats the key {repeated[:60]!r}")
+    return row
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise _RowJSONError(
+            f"holds an integer of {len(digits):,} digits (at most {MAX_INT_DIGITS:,}); "
+            "store long numbers as strings"
+        )
+    return int(digits)
+
+
+def loads_json(text: str) -> Any:
+    """`json.loads` for rows: a repeated key or an over-long integer raises `ValueError`
+    with a readable message, and so does nesting past Python's recursion limit."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_int=_bounded_int)
+    except RecursionError:
+        raise _RowJSONError("nests too deeply to parse (about 1,000 levels at most)") from None
 
 
 def detect_format(path: str | Path, fmt: str | None = None) -> str:
@@ -68,21 +108,33 @@ def read_rows(path: str | Path, fmt: str | None = None) -> list[dict[str, Any]]:
     return rows
 
 
-def prompt_column(rows: Sequence[dict[str, Any]]) -> str:
+def prompt_column(rows: Sequence[dict[str, Any]], source: str = "dataset") -> str:
     """`prompt` when the first row has it, else the first row's first column."""
     first = rows[0]
     if PROMPT_COLUMN in first:
         return PROMPT_COLUMN
     if not first:
-        raise DatasetError("the first row has no columns")
+        raise DatasetError(
+            f'{source}: the first row has no columns; rows look like {{"prompt": "..."}}'
+        )
     return next(iter(first))
 
 
 def prompts_from_rows(rows: Sequence[dict[str, Any]], source: str = "dataset") -> list[str]:
-    """Each row's prompt string (the `prompt` column, else the first column)."""
+    """Each row's prompt string (the `prompt` column, else the first column, with a
+    warning that names it)."""
     if not rows:
         raise DatasetError(f"{source}: no rows")
-    column = prompt_column(rows)
+    column = prompt_column(rows, source)
+    if column != PROMPT_COLUMN:
+        log.warning(
+            "%s has no %r column; using its first column %s as the prompt, as the managed "
+            "service does (name the prompt column %r to choose it)",
+            source,
+            PROMPT_COLUMN,
+            _short(column),
+            PROMPT_COLUMN,
+        )
     prompts = []
     for i, row in enumerate(rows, start=1):
         if column not in row or row[column] is None:
@@ -111,9 +163,11 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
                 continue
             where = f"{path}: row {len(rows) + 1} (line {lineno})"
             try:
-                value = json.loads(line)
+                value = loads_json(line)
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{where} is not valid JSON: {exc.msg}") from None
+            except _RowJSONError as exc:
+                raise DatasetError(f"{where} {exc}") from None
             if not isinstance(value, dict):
                 raise DatasetError(
                     f'{where} must be a JSON object like {{"prompt": "..."}}, got '
@@ -126,11 +180,13 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 def _read_json(path: Path) -> list[dict[str, Any]]:
     with _open_text(path) as fh:
         try:
-            value = json.load(fh)
+            value = loads_json(fh.read())
         except json.JSONDecodeError as exc:
             raise DatasetError(
                 f"{path} is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
             ) from None
+        except _RowJSONError as exc:
+            raise DatasetError(f"{path} {exc}") from None
     if not isinstance(value, list):
         raise DatasetError(
             f"{path} must hold a JSON array of objects, got {type(value).__name__}; "

@@ -1,6 +1,7 @@
 """Helpers shared by the CLI commands: tasks, rewards, rows, limits, policy options."""
 
 import asyncio
+import math
 import os
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -57,6 +58,15 @@ def task_prompts(
         return prompts[:n] if n else prompts
     rows = task.make_dataset(split, n, seed)
     return prompts_from_rows(rows, source=f"task {task.name!r} split {split!r}")
+
+
+def finite(value: Any) -> Any:
+    """typer callback: refuse nan and inf, which click's FloatRange lets through."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    for v in values:
+        if v is not None and not math.isfinite(v):
+            raise typer.BadParameter(f"must be a finite number, got {v}")
+    return value
 
 
 def episode_limits(task: Task[Any], config: Config, max_turns: int | None = None) -> EpisodeLimits:

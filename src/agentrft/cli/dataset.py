@@ -70,13 +70,19 @@ def show(
 ) -> None:
     """Print the row count, the prompt column and the first rows of FILE."""
     rows = read_rows(file, fmt)
-    column = prompt_column(rows)
+    column = prompt_column(rows, str(file))
     table = Table(title=f"{file} · {len(rows)} rows · prompt column {column!r}")
     table.add_column("#", justify="right")
     table.add_column(column)
     for i, row in enumerate(rows[:n], start=1):
-        table.add_row(str(i), Text(str(row.get(column))))
+        table.add_row(str(i), Text(_cell(row.get(column))))
     console().print(table)
+
+
+def _cell(value: object, limit: int = 2000) -> str:
+    # A whole-document prompt (or a 10 MB list) would take rich minutes to lay out.
+    text = str(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
 
 
 def register(group: typer.Typer) -> None:

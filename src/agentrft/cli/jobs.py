@@ -23,6 +23,7 @@ from agentrft.cli.common import (
     console,
     echo,
     episode_limits,
+    finite,
     load_reward,
     load_task,
     notify_episode,
@@ -228,7 +229,12 @@ def eval_(
     n: Annotated[int | None, typer.Option("--n", min=1, help="Rows to evaluate (eval.n).")] = None,
     temperature: Annotated[
         list[float] | None,
-        typer.Option(help="Sampling temperature; repeat for several (eval.temperatures)."),
+        typer.Option(
+            min=0,
+            max=2,
+            callback=finite,
+            help="Sampling temperature; repeat for several (eval.temperatures).",
+        ),
     ] = None,
     samples: Annotated[
         int | None,
@@ -242,7 +248,10 @@ def eval_(
     seed: Annotated[int | None, typer.Option(help="Seed of the split the task makes.")] = None,
     success_threshold: Annotated[
         float | None,
-        typer.Option(help="Count reward >= this as solved (default: the reward's `solved`)."),
+        typer.Option(
+            callback=finite,
+            help="Count reward >= this as solved (default: the reward's `solved`).",
+        ),
     ] = None,
     max_turns: Annotated[int | None, typer.Option(help="Override the task's turn limit.")] = None,
     report: Annotated[Path | None, typer.Option(help="Write the report(s) as JSON here.")] = None,
@@ -462,12 +471,32 @@ def _eval_policy(
     if trajectories is not None:
         count = write_trajectories(trajs, trajectories)
         console().print(f"trajectories: {trajectories} ({count})")
+    _fail_if_nothing_played(trajs, the_task.name)
+
+
+def _fail_if_nothing_played(trajectories: list[Any], task: str) -> None:
+    """Exit 1 when no episode reached the policy: an eval of nothing is not a result."""
+    if not trajectories or any(t.turns for t in trajectories):
+        return
+    n = len(trajectories)
+    failures = [t.failures[0] for t in trajectories if t.failures]
+    if failures and all(f.kind == "bad_input" for f in failures) and len(failures) == n:
+        raise CliError(
+            f"none of the {n} episodes was played: no row parses as a {task} instance "
+            f"(first error: {failures[0].detail})"
+        )
+    kinds = sorted({f.kind for f in failures})
+    detail = next((f.detail for f in failures if f.kind != "bad_input"), "")
+    raise CliError(
+        f"none of the {n} episodes reached the policy ({', '.join(kinds) or 'no turns'}): "
+        f"{detail or 'check --policy'}"
+    )
 
 
 def _warn_bad_rows(trajectories: list[Any]) -> None:
     """Rows the task could not parse still count (lowest reward); say so, once."""
     bad = [t for t in trajectories if "bad_input" in t.failure_kinds]
-    if not bad:
+    if not bad or len(bad) == len(trajectories):  # all bad: the error says it instead
         return
     rows = sorted({t.metadata.get("row", 0) + 1 for t in bad})
     detail = next(f.detail for f in bad[0].failures if f.kind == "bad_input")

@@ -15,6 +15,7 @@ from agentrft.cli.common import (
     TASK_HELP,
     console,
     episode_limits,
+    finite,
     load_reward,
     load_task,
     notify_episode,
@@ -36,9 +37,13 @@ def play(
         Path | None, typer.Option("--data", help="Take the row from this dataset file instead.")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the split the task makes.")] = 42,
-    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
-    max_tokens: Annotated[int, typer.Option(help="Max tokens per turn.")] = 4096,
-    max_turns: Annotated[int | None, typer.Option(help="Override the task's turn limit.")] = None,
+    temperature: Annotated[
+        float, typer.Option(min=0, max=2, callback=finite, help="Sampling temperature.")
+    ] = 1.0,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Max tokens per turn.")] = 4096,
+    max_turns: Annotated[
+        int | None, typer.Option(min=1, help="Override the task's turn limit.")
+    ] = None,
     reward: Annotated[str | None, typer.Option(help=REWARD_HELP)] = None,
     base_url: Annotated[str | None, typer.Option(help=BASE_URL_HELP)] = None,
     model: Annotated[str | None, typer.Option(help=MODEL_HELP)] = None,
@@ -110,6 +115,8 @@ def replay(
         raise CliError(f"trajectory file {file} does not exist")
     try:
         trajectories = list(read_trajectories(file))
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except ValueError as exc:
         raise CliError(str(exc)) from None
     if not trajectories:
