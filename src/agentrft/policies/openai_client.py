@@ -396,7 +396,8 @@ class OpenAIPolicy(Policy):
             async), called before each request; give it an `invalidate()` method (see
             `CachedToken`) and a 401/403 refreshes the token and retries once.
         headers: extra headers on every request (e.g. `X-Amzn-SageMaker-*`).
-        timeout_s: per-request timeout.
+        timeout_s: deadline for one request, from sending it to the last byte of the
+            answer (a server that trickles bytes cannot stretch it).
         max_retries: retries after the first attempt on 429 / 5xx / 408 / timeouts /
             connection errors.
         backoff_base_s: first backoff delay; doubles per retry, with jitter.
@@ -469,11 +470,24 @@ class OpenAIPolicy(Policy):
         self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
     ) -> Completion:
         body = request_body(self.model, messages, tools, sampling, self.extra_body)
-        attempt = {"aiohttp": self._attempt_aiohttp, "raw": self._attempt_raw}.get(
-            self.transport, self._attempt_sdk
-        )
+        attempt, make_client = {
+            "aiohttp": (self._attempt_aiohttp, self._make_aiohttp_session),
+            "raw": (self._attempt_raw, self._make_raw_pool),
+        }.get(self.transport, (self._attempt_sdk, self._make_sdk_client))
         refresh = self._refresh_token if self._token_provider is not None else None
-        return await self.retry.run(lambda: attempt(body), refresh_auth=refresh, scrub=self._scrub)
+
+        async def bounded() -> Completion:
+            # Building the client (the first call imports the SDK) is not the request's time.
+            await self._client_for_loop(make_client)
+            # `timeout_s` bounds the whole request. httpx's own timeout is per read, so a
+            # server trickling a byte every few seconds would hold the request until the
+            # episode's budget ran out.
+            try:
+                return await within(attempt(body), self.timeout_s)
+            except (asyncio.TimeoutError, TimeoutError):
+                raise self._timeout_error() from None
+
+        return await self.retry.run(bounded, refresh_auth=refresh, scrub=self._scrub)
 
     async def aclose(self) -> None:
         client, self._client, self._client_loop = self._client, None, None
@@ -609,12 +623,10 @@ class OpenAIPolicy(Policy):
         pool = await self._client_for_loop(self._make_raw_pool)
         bearer = await self._bearer()
         auth = f"Authorization: Bearer {bearer}\r\n".encode() if bearer else b""
-        try:
-            status, headers, raw = await within(
-                pool.post("/chat/completions", json.dumps(body).encode(), auth), self.timeout_s
+        try:  # the deadline is `complete`'s
+            status, headers, raw = await pool.post(
+                "/chat/completions", json.dumps(body).encode(), auth
             )
-        except (asyncio.TimeoutError, TimeoutError):
-            raise self._timeout_error() from None
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
             raise self._connection_error(exc) from None
         if status >= 400:
