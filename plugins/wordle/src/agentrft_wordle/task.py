@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -146,7 +147,7 @@ class WordleTask(Task[WordleInstance]):
             raise TaskInputError(f'wordle row "prompt" must be a non-empty string, got {text!r}')
         # A custom prompt must not name its answer; the default text is the same for every
         # row (its word "guess" is no clue even when the answer is GUESS).
-        if text.strip() != DEFAULT_PROMPT and re.search(rf"\b{answer}\b", text, re.I):
+        if text.strip() != DEFAULT_PROMPT and shows_word(text, answer):
             raise TaskInputError(
                 "wordle row prompt text contains its own answer; the policy would see it. "
                 'Remove the answer from the "prompt" field.'
@@ -309,6 +310,29 @@ def _probe_games() -> Iterator[tuple[str, str, list[Any]]]:
     yield "no play, malformed only", answer, [_guess("no")] * 12
     yield "no play, text only", answer, ["I do not know."]
     yield "no play, bad tool JSON", answer, [call("guess_word", "{not json")] * 12
+
+
+def shows_word(text: str, word: str) -> bool:
+    """Whether a reader of `text` sees `word` (lowercase a-z) in it.
+
+    The text is folded first: compatibility forms (full-width ＢＥＡＣＨ, ligatures),
+    accents and case. Then anything but a letter separates words, so `beach_01`,
+    `BEACH2024` and `#beach!` show "beach"; a word broken by such characters (`bea_ch`,
+    `b-e-a-c-h`) and letters spelled out one by one (`B E A C H`) show it too.
+    """
+    folded = "".join(
+        c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
+    ).casefold()
+    for chunk in folded.split():
+        pieces = re.findall(r"[a-z]+", chunk)
+        if word in pieces or "".join(pieces) == word:
+            return True
+    spelled = ""  # a run of single letters, across spaces
+    for piece in re.findall(r"[a-z]+", folded):
+        spelled = spelled + piece if len(piece) == 1 else ""
+        if word in spelled:
+            return True
+    return False
 
 
 def _run_sync(coro: Any) -> Any:
