@@ -6,9 +6,11 @@ is `previous prompt + sampled ids + suffix`, where the suffix is exactly what th
 adds for the tool / user messages and the next assistant header. Training then sees the
 very ids that were sampled.
 
-Tool calls are parsed from the completion text in the Hermes/Qwen form
-`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (several per reply); a call whose
-JSON is malformed is kept with its raw text so the agent loop reports it to the model.
+Tool calls are parsed from the completion text in the format the chat template teaches
+(tool_parsers.py): Hermes/Qwen `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`
+blocks (several per reply; `parse_tool_calls` below), Llama 3.x JSON, or gpt-oss Harmony. A
+call whose JSON is malformed is kept with its raw text so the agent loop reports it to the
+model.
 """
 
 from __future__ import annotations
@@ -17,9 +19,16 @@ import itertools
 import json
 import logging
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from agentrft.backends.local.sampler import TokenSampler
+from agentrft.backends.local.tool_parsers import (
+    ParsedReply,
+    parse_harmony,
+    parse_llama3_json,
+    tool_call_format,
+)
 from agentrft.messages import Message, ToolCall
 from agentrft.policy import Completion, Policy, PolicyError, Sampling
 
@@ -96,34 +105,64 @@ def _raw_arguments(body: str) -> str:
 class ChatTokenizer:
     """A Hugging Face tokenizer plus its chat template, seen as ids.
 
-    `end_of_turn_ids` are the ids that close an assistant turn (the sampler's stop ids).
+    `end_of_turn_ids` are the ids that close an assistant turn (the sampler's stop ids):
+    the template's end-of-turn tokens, the eos token, and `eos_token_ids` (pass the model's
+    generation-config eos list). In Harmony (gpt-oss) `<|end|>` closes one message of a turn
+    that goes on, so there only `<|return|>` / `<|call|>` (and eos) stop sampling.
+    `tool_format` names the tool-call parser (tool_parsers.py), picked from the template
+    unless given. A template that ignores `tools` is replaced by a ChatML tool template when
+    the vocabulary is ChatML (`<|im_start|>` / `<|im_end|>`), with a warning.
     """
 
-    def __init__(self, tokenizer: Any) -> None:
-        if not getattr(tokenizer, "chat_template", None):
+    def __init__(
+        self,
+        tokenizer: Any,
+        *,
+        eos_token_ids: Iterable[int] = (),
+        tool_format: str | None = None,
+    ) -> None:
+        template = getattr(tokenizer, "chat_template", None)
+        if not template or not isinstance(template, str):
             raise ValueError(
                 "the tokenizer has no chat_template; the local backend needs a chat model "
                 "(or set tokenizer.chat_template)"
             )
         self.tokenizer = tokenizer
-        ids: set[int] = set()
-        for tok in ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>"):
-            tid = tokenizer.convert_tokens_to_ids(tok)
-            if isinstance(tid, int) and tid >= 0 and tid != tokenizer.unk_token_id:
+        self.chat_template: str = _with_tools(tokenizer, template)
+        harmony = (
+            self._token_id("<|return|>") is not None and self._token_id("<|call|>") is not None
+        )
+        ids: set[int] = set(eos_token_ids)
+        for tok in _END_OF_TURN_TOKENS:
+            tid = self._token_id(tok)
+            if tid is not None and not (harmony and tok == "<|end|>"):
                 ids.add(tid)
         if tokenizer.eos_token_id is not None:
             ids.add(int(tokenizer.eos_token_id))
         if not ids:
             raise ValueError("the tokenizer has neither an eos token nor a known end-of-turn token")
         self.end_of_turn_ids: frozenset[int] = frozenset(ids)
-        # The id to close a turn that was cut off (the template's own end-of-turn token).
-        im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
-        if im_end in ids:
-            self.end_of_turn_id = int(im_end)
-        elif tokenizer.eos_token_id is not None:
-            self.end_of_turn_id = int(tokenizer.eos_token_id)
-        else:
-            self.end_of_turn_id = min(ids)
+        # Where a rendered message ends (what turn_suffix cuts at): Harmony's <|end|> too.
+        end = self._token_id("<|end|>")
+        self._message_end_ids = self.end_of_turn_ids | ({end} if end is not None else set())
+        # The id to close a turn that was cut off (the template's own end-of-message token).
+        closers = (self._token_id(t) for t in _CLOSE_TOKENS)
+        self.end_of_turn_id: int = next(
+            (t for t in closers if t is not None),
+            int(tokenizer.eos_token_id) if tokenizer.eos_token_id is not None else min(ids),
+        )
+        self.tool_format = tool_format or tool_call_format(self.chat_template)
+        if self.tool_format not in _PARSERS:
+            raise ValueError(
+                f"tool_format {self.tool_format!r} is unknown; use one of {', '.join(_PARSERS)}"
+            )
+
+    def _token_id(self, token: str) -> int | None:
+        return _token_id(self.tokenizer, token)
+
+    def parse_reply(self, text: str, *, id_prefix: str = "call") -> ParsedReply:
+        """Content, tool calls and reasoning of a sampled reply, in the template's format."""
+        return _PARSERS[self.tool_format](text, id_prefix=id_prefix)
 
     def render(
         self,
@@ -132,9 +171,13 @@ class ChatTokenizer:
         *,
         add_generation_prompt: bool,
     ) -> list[int]:
-        dicts = [m.to_openai() if isinstance(m, Message) else m for m in messages]
+        dicts = [_template_message(m) for m in messages]
         text = self.tokenizer.apply_chat_template(
-            dicts, tools=tools or None, tokenize=False, add_generation_prompt=add_generation_prompt
+            dicts,
+            tools=tools or None,
+            tokenize=False,
+            add_generation_prompt=add_generation_prompt,
+            chat_template=self.chat_template,
         )
         return self.encode(text)
 
@@ -159,9 +202,12 @@ class ChatTokenizer:
         when the template re-renders earlier turns differently once more messages follow
         (not prefix-preserving), the suffix comes from a neutral stand-in conversation.
         """
-        before = self.render(history, tools, add_generation_prompt=False)
-        after = self.render([*history, *new_messages], tools, add_generation_prompt=True)
-        cut = _last_index(before, self.end_of_turn_ids)
+        try:
+            before = self.render(history, tools, add_generation_prompt=False)
+            after = self.render([*history, *new_messages], tools, add_generation_prompt=True)
+        except Exception:  # e.g. Llama 3's "only supports single tool-calls at once"
+            before = after = []
+        cut = _last_index(before, self._message_end_ids)
         if cut is not None and after[: cut + 1] == before[: cut + 1]:
             return after[cut + 1 :], True
         # Stand-in conversations: the first whose rendering the template extends as a prefix.
@@ -176,7 +222,7 @@ class ChatTokenizer:
                 after = self.render([*stand_in, *new_messages], tools, add_generation_prompt=True)
             except Exception:  # e.g. a template that insists on alternating roles
                 continue
-            cut = _last_index(before, self.end_of_turn_ids)
+            cut = _last_index(before, self._message_end_ids)
             if cut is not None and after[: cut + 1] == before[: cut + 1]:
                 return after[cut + 1 :], False
         raise PolicyError(
@@ -185,6 +231,90 @@ class ChatTokenizer:
             "impossible with it",
             kind="policy_error",
         )
+
+
+#: Tokens that end an assistant turn in the templates we know (ChatML, Llama 3.x incl. the
+#: ipython turn's <|eom_id|>, Phi-3, Gemma, Harmony).
+_END_OF_TURN_TOKENS = (
+    "<|im_end|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|return|>",
+    "<|call|>",
+)
+#: The one to close a cut-off turn with, in order of preference.
+_CLOSE_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>")
+
+
+def _parse_hermes(text: str, *, id_prefix: str = "call") -> ParsedReply:
+    content, calls = parse_tool_calls(text, id_prefix=id_prefix)
+    return ParsedReply(content, calls)
+
+
+_PARSERS = {"hermes": _parse_hermes, "llama3_json": parse_llama3_json, "harmony": parse_harmony}
+
+
+def _template_message(message: Message | dict[str, Any]) -> dict[str, Any]:
+    """A message as chat templates expect it: content "" rather than None (templates test
+    `"x" in content` or `content | trim`), and tool-call arguments as a dict when they are
+    valid JSON (Llama 3's and gpt-oss's templates `tojson` them: a string comes out
+    double-encoded)."""
+    out = dict(message.to_openai() if isinstance(message, Message) else message)
+    if out.get("content") is None:
+        out["content"] = ""
+    if out.get("tool_calls"):
+        calls = []
+        for call in out["tool_calls"]:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+                try:
+                    args = json.loads(fn["arguments"])
+                except (json.JSONDecodeError, RecursionError):
+                    args = None
+                if isinstance(args, dict):
+                    call = {**call, "function": {**fn, "arguments": args}}
+            calls.append(call)
+        out["tool_calls"] = calls
+    return out
+
+
+def _with_tools(tokenizer: Any, template: str) -> str:
+    """`template`, or a ChatML tool template when `template` never mentions `tools` (the
+    model would not be shown the tools at all) and the vocabulary is ChatML."""
+    if "tools" in template:
+        return template
+    from agentrft.backends.local.tiny_model import CHAT_TEMPLATE
+
+    chatml = all(_token_id(tokenizer, t) is not None for t in ("<|im_start|>", "<|im_end|>"))
+    key = hash(template)
+    if chatml:
+        if key not in _WARNED_TEMPLATES:
+            _WARNED_TEMPLATES.add(key)
+            log.warning(
+                "the model's chat template ignores tools; rendering with a ChatML template "
+                "that lists them and takes Hermes <tool_call> calls instead"
+            )
+        return CHAT_TEMPLATE
+    if key not in _WARNED_TEMPLATES:
+        _WARNED_TEMPLATES.add(key)
+        log.warning(
+            "the model's chat template ignores tools and is not ChatML: the model will not "
+            "see the tool schemas (set tokenizer.chat_template to a template that renders them)"
+        )
+    return template
+
+
+_WARNED_TEMPLATES: set[int] = set()
+
+
+def _token_id(tokenizer: Any, token: str) -> int | None:
+    """The id of `token` when the vocabulary has it as one token."""
+    tid = tokenizer.convert_tokens_to_ids(token)
+    if isinstance(tid, int) and tid >= 0 and tid != tokenizer.unk_token_id:
+        return tid
+    return None
 
 
 def _last_index(ids: list[int], targets: frozenset[int]) -> int | None:
@@ -278,8 +408,10 @@ class TokenSession(Policy):
         self._completion = list(gen.token_ids)
 
         text = chat.decode(chat.strip_end_of_turn(gen.token_ids))
-        content, calls = parse_tool_calls(text, id_prefix=f"call_{self._turn}")
-        message = Message(role="assistant", content=content or None, tool_calls=calls or None)
+        content, calls, reasoning = chat.parse_reply(text, id_prefix=f"call_{self._turn}")
+        message = Message(
+            role="assistant", content=content or None, tool_calls=calls or None, reasoning=reasoning
+        )
         self._history_len = len(messages) + 1  # the loop appends `message` next
         finish = "length" if gen.finish_reason == "length" else "tool_calls" if calls else "stop"
         return Completion(

@@ -9,8 +9,10 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agentrft.backends.local.chat_tokens import ChatTokenizer
@@ -113,6 +115,20 @@ def resolve_model_path(config: Config) -> str:
     return str(ensure_tiny_model(config.local.tiny_model, seed=0))
 
 
+def generation_eos_ids(path: str) -> list[int]:
+    """The eos ids a model directory's generation_config.json lists (Llama 3.1: <|eom_id|>
+    and <|eot_id|>; gpt-oss: <|return|> and <|call|>), [] without one: they end turns too."""
+    file = Path(path) / "generation_config.json"
+    if not file.is_file():
+        return []
+    try:
+        eos = json.loads(file.read_text()).get("eos_token_id")
+    except (OSError, ValueError, AttributeError):
+        return []
+    ids = eos if isinstance(eos, list) else [eos]
+    return [int(i) for i in ids if isinstance(i, int)]
+
+
 def resolve_device(config: Config) -> str:
     from agentrft.backends.local.trainer import resolve_device as _resolve
 
@@ -192,7 +208,8 @@ def make_engine(config: Config, model_path: str | None = None) -> Engine:
         sampler = HFSampler.from_pretrained(
             path, device=device, dtype=config.local.dtype, seed=config.seed
         )
-        chat = ChatTokenizer(sampler.tokenizer)
+        chat = ChatTokenizer(sampler.tokenizer, eos_token_ids=generation_eos_ids(path))
+        sampler.stop_ids = chat.end_of_turn_ids
         return Engine(path, device, inference, sampler, chat)
 
     from agentrft.backends.local.vllm_sampler import VLLMSampler
@@ -203,7 +220,7 @@ def make_engine(config: Config, model_path: str | None = None) -> Engine:
         find_vllm_python,
     )
 
-    chat = ChatTokenizer(load_tokenizer(path))
+    chat = ChatTokenizer(load_tokenizer(path), eos_token_ids=generation_eos_ids(path))
     closers: list[Any] = []
     if config.local.vllm_url:
         url = config.local.vllm_url.rstrip("/")
