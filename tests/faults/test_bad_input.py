@@ -91,6 +91,7 @@ class Bad:
     names: str | None = None  # what the error line must name (default: the file name)
     usage: bool = False  # a malformed flag: click's usage box instead of `error: ...`
     slow: bool = False  # only in the subprocess tally (needs seconds)
+    real: bool = False  # only in the subprocess tally (a command of an installed plugin)
 
     def content(self) -> bytes | None:
         f = self.file
@@ -389,6 +390,63 @@ CASES: list[Bad] = [
         names="learning_rate",
     ),
     Bad("unknown-command", "frobnicate", names="frobnicate", usage=True),
+    # commands the sagemaker backend adds (none of these calls AWS)
+    *(
+        Bad(
+            f"cost-prices-{kind}",
+            "cost estimate --launch-profile --steps 1 --prices {f}",
+            text,
+            name="p.yaml",
+            real=True,
+        )
+        for kind, text in [
+            ("alias-bomb", billion_laughs()),
+            ("deep", deep()),
+            ("long-int", f"prefill: {LONG_INT}\n"),
+            ("duplicate", "prefill: 1\nprefill: 2\n"),
+            ("inf", "prefill: .inf\n"),
+            ("binary", binary()),
+            ("list", "- 1\n"),
+        ]
+    ),
+    Bad(
+        "cost-prices-missing",
+        "cost estimate --launch-profile --prices {dir}/nope.yaml",
+        names="nope.yaml",
+        real=True,
+    ),
+    Bad(
+        "cost-prefill-nan",
+        "cost estimate --prefill nan --sampled 1 --steps 1",
+        names="--prefill",
+        usage=True,
+        real=True,
+    ),
+    Bad(
+        "cost-steps-zero", "cost estimate --launch-profile --steps 0", names="max_steps", real=True
+    ),
+    Bad(
+        "cost-trajectories-binary",
+        "cost estimate --steps 1 --trajectories {f}",
+        binary(),
+        name="t.jsonl",
+        real=True,
+    ),
+    Bad("runtime-serve-unknown-task", "runtime serve --task nope", names="nope", real=True),
+    Bad(
+        "runtime-serve-bad-port",
+        "runtime serve --task {task} --port -1",
+        names="--port",
+        usage=True,
+        real=True,
+    ),
+    Bad("deploy-unknown-task", "deploy --task nope --dry-run", names="nope", real=True),
+    Bad(
+        "deploy-bad-name",
+        "deploy --task {task} --dry-run --name 'bad name!'",
+        names="bad name!",
+        real=True,
+    ),
     Bad("unknown-option", "tasks --frob", names="--frob", usage=True),
 ]
 
@@ -443,7 +501,7 @@ def materialise(case: Bad, where: Path, task: str) -> list[str]:
 
 # --- in-process (CliRunner) ----------------------------------------------------------------
 
-FAST = [c for c in CASES if not c.slow]
+FAST = [c for c in CASES if not (c.slow or c.real)]
 
 
 @pytest.mark.parametrize("case", FAST, ids=[c.id for c in FAST])
@@ -466,7 +524,7 @@ def test_bad_input_gives_one_clear_line(case: Bad, tmp_path: Path, tiny_plugins:
 def test_the_table_covers_every_kind_of_input() -> None:
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))
-    for prefix in ("config-", "set-", "task-", "data-", "eval-", "play-", "replay-"):
+    for prefix in ("config-", "set-", "task-", "data-", "eval-", "play-", "replay-", "cost-"):
         assert sum(i.startswith(prefix) for i in ids) >= 5 or prefix in ("task-",), prefix
     assert len(CASES) >= 100
 
@@ -556,6 +614,30 @@ def test_a_table_without_a_prompt_column_uses_its_first_and_says_so(
     (tmp_path / "ok.csv").write_text("prompt\nx\n")
     read_prompts(tmp_path / "ok.csv")
     assert caplog.records == []
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        (billion_laughs(), "alias bomb"),
+        (deep().encode(), "nests deeper than 32"),
+        (f"prefill: {LONG_INT}\n".encode(), "an integer of 5000 characters"),
+        (b"prefill: 1\nprefill: 2\n", "duplicate key 'prefill'"),
+        (b"prefill: .inf\n", "must be finite"),
+        (binary(), "not UTF-8"),
+    ],
+)
+def test_a_price_file_gets_the_config_loaders_bounds(
+    tmp_path: Path, text: bytes, match: str
+) -> None:
+    from agentrft.backends.sagemaker.aws import SageMakerError
+    from agentrft.backends.sagemaker.cost import load_prices
+
+    path = tmp_path / "prices.yaml"
+    path.write_bytes(text)
+    with pytest.raises(SageMakerError, match=match) as info:
+        load_prices(path)
+    assert "\n" not in str(info.value) and len(str(info.value)) < 300
 
 
 # --- eval that plays nothing exits non-zero -------------------------------------------------

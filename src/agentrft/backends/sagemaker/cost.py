@@ -8,6 +8,7 @@ prices; the profile comes from trajectories you recorded (local runs, `agentrft 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -54,13 +55,18 @@ def load_prices(path: str | Path | None = None, model: str | None = None) -> Pri
         return PriceTable()
     import yaml
 
+    from agentrft.config import load_yaml, yaml_error_line
+
     p = Path(path)
     if not p.is_file():
         raise SageMakerError(f"price file {p} does not exist")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        # The config loader's bounds: no alias bomb, deep nesting or huge integer gets in.
+        data = load_yaml(p.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as exc:
+        raise SageMakerError(f"price file {p} is not UTF-8 text ({exc.reason})") from None
     except yaml.YAMLError as exc:
-        raise SageMakerError(f"price file {p} does not parse: {exc}") from None
+        raise SageMakerError(f"price file {p} does not parse: {yaml_error_line(exc)}") from None
     if not isinstance(data, dict):
         raise SageMakerError(f"price file {p} must hold a mapping")
     if "models" in data:
@@ -78,8 +84,8 @@ def load_prices(path: str | Path | None = None, model: str | None = None) -> Pri
         values = {k: float(data[k]) for k in ("prefill", "sampling", "training") if k in data}
     except (TypeError, ValueError):
         raise SageMakerError(f"price file {p}: prices must be numbers") from None
-    if any(v < 0 for v in values.values()):
-        raise SageMakerError(f"price file {p}: prices must not be negative")
+    if any(not math.isfinite(v) or v < 0 for v in values.values()):
+        raise SageMakerError(f"price file {p}: prices must be finite and not negative")
     return PriceTable(**values, currency=str(data.get("currency", "USD")), source=f"price file {p}")
 
 
@@ -139,7 +145,12 @@ def profile_from_files(paths: Iterable[str | Path]) -> TokenProfile:
 
     def all_trajectories() -> Iterable[Trajectory]:
         for p in paths:
-            yield from read_trajectories(p)
+            try:
+                yield from read_trajectories(p)
+            except UnicodeDecodeError as exc:  # read_trajectories lets it out unnamed
+                raise SageMakerError(
+                    f"trajectory file {p} is not UTF-8 text ({exc.reason})"
+                ) from None
 
     try:
         return profile_from_trajectories(all_trajectories(), ", ".join(map(str, paths)))

@@ -1,8 +1,8 @@
 """CLI for the managed-jobs side: `jobs list|describe|stop`, `doctor`, `dataset upload`, `cost`.
 
-`register(app)` is called from the plugin's `agentrft_cli` hook. Only typer is imported
-here; boto3 and the backend modules load inside the commands, so `--help` makes no AWS
-call and stays fast.
+`register(app)` is called from the plugin's `agentrft_cli` hook. Only typer and the core
+CLI helpers are imported here; boto3 and the backend modules load inside the commands, so
+`--help` makes no AWS call and stays fast.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
+
+from agentrft.cli.common import finite
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -290,10 +292,18 @@ def cost_estimate(
     launch_profile: bool = typer.Option(
         False, "--launch-profile", help="Use the launch post's Wordle tokens per rollout."
     ),
-    prefill: float = typer.Option(None, "--prefill", help="Prefill tokens per rollout."),
-    sampled: float = typer.Option(None, "--sampled", help="Sampled tokens per rollout."),
+    prefill: float = typer.Option(
+        None, "--prefill", min=0, callback=finite, help="Prefill tokens per rollout."
+    ),
+    sampled: float = typer.Option(
+        None, "--sampled", min=0, callback=finite, help="Sampled tokens per rollout."
+    ),
     training: float = typer.Option(
-        None, "--training", help="Training tokens per rollout (default prefill + sampled)."
+        None,
+        "--training",
+        min=0,
+        callback=finite,
+        help="Training tokens per rollout (default prefill + sampled).",
     ),
     validation_rows: int = typer.Option(
         0, "--validation-rows", help="Rows scored every val_every steps."

@@ -28,7 +28,9 @@ def register(app: typer.Typer) -> None:
 
 def serve(
     task: str = typer.Option(..., "--task", help="Task name (see `agentrft tasks`)."),
-    port: int = typer.Option(8080, "--port", help="Port (AgentCore expects 8080)."),
+    port: int = typer.Option(
+        8080, "--port", min=0, max=65535, help="Port (AgentCore expects 8080)."
+    ),
     host: str = typer.Option(
         None,
         "--host",
