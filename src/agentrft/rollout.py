@@ -177,6 +177,9 @@ async def _play(
             recovered = bool(calls)
             if not calls:
                 nudge = env.on_text_reply(text)
+                if nudge is None and env.done:  # the text was the answer (a text task)
+                    traj.stop_reason = "done"
+                    return False
                 if nudge is None:
                     traj.fail(FailureKind.NO_TOOL_CALL, text[:200], turn_index)
                     traj.stop_reason = FailureKind.NO_TOOL_CALL

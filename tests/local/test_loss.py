@@ -265,3 +265,31 @@ def test_trainer_step_with_kl_reports_it_and_moves_the_adapter(tiny_156k):
     assert first["grad_norm"] > 0
     second = trainer.step(seqs)
     assert second["kl"] > 0  # one update later the policy has moved away from the reference
+
+
+def test_kl_reference_is_the_policy_rl_starts_from(tiny_156k):
+    from agentrft.backends.local.engine import make_trainer
+    from agentrft.backends.local.trainer import TrainSequence
+    from agentrft.config import Config
+
+    config = Config(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"kl_beta": 0.1})
+    trainer = make_trainer(config, tiny_156k, max_completion_length=8)
+    with torch.no_grad():  # a "warmed-up" adapter: far from the base model
+        for name, p in trainer.model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.2)
+    seqs = [
+        TrainSequence([*range(10, 30), 5, 6, 7], [0] * 20 + [1, 1, 1], advantage=1.0),
+        TrainSequence([*range(10, 30), 8, 9], [0] * 20 + [1, 1], advantage=-1.0),
+    ]
+    before = [p.detach().clone() for p in trainer.params]
+    assert trainer.step(seqs)["kl"] > 1e-4  # no reference set: the KL is to the base model
+    with torch.no_grad():
+        for p, b in zip(trainer.params, before, strict=True):
+            p.copy_(b)
+    trainer.set_reference()
+    first = trainer.step(seqs)
+    assert first["kl"] == pytest.approx(0.0, abs=1e-7)  # the reference is where RL started
+    # The swap for the reference pass leaves the trained weights in place.
+    assert any(not torch.equal(p, b) for p, b in zip(trainer.params, before, strict=True))
+    assert trainer.step(seqs)["kl"] > 0

@@ -403,6 +403,7 @@ async def train_async(
                     on_step=sft_log,
                 )
                 say(f"SFT warm-up done in {time.perf_counter() - t0:.1f}s", highlight=False)
+            trainer.set_reference()  # the KL reference (local.kl_beta): where RL starts
             await loop.sync(0)
             if config.local.sft_warmup_steps > 0 and config.local.eval_after and val_prompts:
                 # What RL adds shows only next to what the warm-up alone reached.

@@ -27,6 +27,7 @@ from typing import Any
 from agentrft.backends.local.advantages import compute_advantages
 from agentrft.backends.local.chat_tokens import TokenPolicy
 from agentrft.backends.local.engine import Engine
+from agentrft.backends.local.health import HealthMonitor, rollout_health
 from agentrft.backends.local.run import RunDir, Tracker
 from agentrft.backends.local.sequences import trajectory_sequences
 from agentrft.backends.local.trainer import LoRATrainer
@@ -119,6 +120,9 @@ class GRPOLoop:
         self.policy = TokenPolicy(engine.sampler, engine.chat, seed=config.seed)
         self.version: int | None = None
         self.step = 0
+        self.health = HealthMonitor(stop_after=config.local.health_stop_after)
+        #: Set when the health stop rule (local.health_stop_after) ended the run early.
+        self.stopped: str | None = None
 
     # -- weight sync ----------------------------------------------------------------------
 
@@ -177,9 +181,21 @@ class GRPOLoop:
             method=cfg.advantage_method,
             scale=cfg.local.scale_rewards,
         )
+        admitted = [True] * len(trajs)
+        if cfg.local.drop_zero_variance_groups:
+            admitted = [
+                any(a != 0.0 for a in adv.values[g : g + cfg.group_size])
+                for g in range(0, len(trajs), cfg.group_size)
+                for _ in range(cfg.group_size)
+            ]
         seqs = [
-            s for t, a in zip(trajs, adv.values, strict=True) for s in trajectory_sequences(t, a)
+            s
+            for t, a, ok in zip(trajs, adv.values, admitted, strict=True)
+            if ok
+            for s in trajectory_sequences(t, a)
         ]
+        probe = self._probe_prompt(trajs) if cfg.local.sync_check else None
+        probe_before = await self._probe_sample(probe) if probe else None
         train_metrics = self.trainer.step(seqs)
         train_s = time.perf_counter() - t1
 
@@ -187,10 +203,57 @@ class GRPOLoop:
         self.step = step
 
         metrics = self._metrics(trajs, rewards, adv.zero_variance_fraction, rollout_s)
+        metrics.update(rollout_health(trajs, adv.zero_variance_fraction))
+        metrics["analysis/dropped_groups"] = admitted.count(False) / cfg.group_size
         metrics.update(train_metrics)
+        if probe and probe_before:
+            metrics.update(await self._sync_probe(probe, probe_before))
         metrics.update(train_s=train_s, sync_s=sync_s, step_s=time.perf_counter() - t0)
         append_trajectories(self._for_storage(trajs), self.run.path / "trajectories.jsonl")
         return metrics
+
+    # -- sync probe -----------------------------------------------------------------------
+
+    #: The trainer moved the probe token's logprob by at least this much, yet the sampler's
+    #: logprob stayed put (to float32 noise): the sampler is not serving the new weights.
+    PROBE_MOVED = 1e-3
+    PROBE_STILL = 1e-6
+
+    @staticmethod
+    def _probe_prompt(trajs: list[Trajectory]) -> list[int] | None:
+        for t in trajs:
+            for turn in t.turns:
+                if turn.prompt_token_ids:
+                    return list(turn.prompt_token_ids)
+        return None
+
+    async def _probe_sample(self, prompt: list[int]) -> tuple[int, float] | None:
+        """(token, logprob) of one seeded sample from the current adapter, or None."""
+        sampling = Sampling(
+            temperature=self.sampling.temperature, max_tokens=1, seed=self.config.seed
+        )
+        gen = await self.engine.sampler.generate(prompt, sampling, adapter=self.policy.adapter)
+        if not gen.token_ids or not gen.logprobs:
+            return None
+        return gen.token_ids[0], gen.logprobs[0]
+
+    async def _sync_probe(self, prompt: list[int], before: tuple[int, float]) -> dict[str, float]:
+        """Score the probe token again after the sync: with the sampler (new adapter) and the
+        trainer. `analysis/sync_stale` is 1 when only the trainer moved."""
+        token, lp_before = before
+        after = await self._probe_sample(prompt)
+        if after is None or after[0] != token:
+            # Another token came out: the sampler's distribution changed, so it is not stale.
+            return {"analysis/sync_stale": 0.0}
+        lp_trainer = self.trainer.token_logprob(prompt, token, self.sampling.temperature)
+        moved_trainer = abs(lp_trainer - lp_before)
+        moved_sampler = abs(after[1] - lp_before)
+        stale = moved_trainer >= self.PROBE_MOVED and moved_sampler < self.PROBE_STILL
+        return {
+            "analysis/sync_stale": float(stale),
+            "analysis/sync_logprob_gap": abs(after[1] - lp_trainer),
+            "analysis/probe_logprob_delta": moved_trainer,
+        }
 
     def _for_storage(self, trajs: list[Trajectory]) -> list[Trajectory]:
         if self.config.local.save_prompt_token_ids:
@@ -270,12 +333,18 @@ class GRPOLoop:
             every = self.config.val_every
             if self.validate is not None and every and self.step % every == 0:
                 metrics.update(await self.validate(self.step))
+            warnings = self.health.check(metrics)
+            metrics["health_warnings"] = float(len(warnings))
             history.append(metrics)
             self.run.append_metrics(self.step, metrics)
             if self.tracker is not None:
                 self.tracker.log_metrics(metrics, self.step)
             if self.view is not None:
                 self.view.step(self.step, metrics)
+            for line in warnings:
+                log.warning("step %d: %s", self.step, line)
+                if self.view is not None:
+                    self.view.note(f"  [yellow]warning[/] {line}")
             if self.hooks is not None:
                 try:
                     self.hooks.agentrft_step_finished(step=self.step, metrics=metrics)
@@ -285,4 +354,13 @@ class GRPOLoop:
                 self.checkpoint()
             if self.on_step is not None:
                 self.on_step(self.step, metrics)
+            reason = self.health.stop_reason()
+            if reason is not None:
+                self.stopped = reason
+                if self.step % self.config.local.checkpoint_every != 0 and self.step != total:
+                    self.checkpoint()
+                log.warning("stopping at step %d: %s (local.health_stop_after)", self.step, reason)
+                if self.view is not None:
+                    self.view.note(f"[red]stopped[/] at step {self.step}: {reason}")
+                break
         return history

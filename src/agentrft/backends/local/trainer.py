@@ -251,6 +251,9 @@ class LoRATrainer:
             else self.tokenizer.eos_token_id
         )
         self.steps_done = 0
+        # The KL reference: the LoRA weights RL started from (see `set_reference`); None
+        # means the bare base model.
+        self.reference: list[Any] | None = None
 
     @property
     def trainable_parameters(self) -> int:
@@ -272,16 +275,20 @@ class LoRATrainer:
         )
         # Long sequences together: less padding per micro-batch.
         order = sorted(range(len(trained)), key=lambda i: -len(trained[i].token_ids))
+        batches = [
+            [trained[i] for i in order[start : start + self.micro_batch_size]]
+            for start in range(0, len(order), self.micro_batch_size)
+        ]
+        # Reference logprobs first, for every micro-batch: they swap the LoRA weights in
+        # place, which must not happen between a forward and its backward.
+        reference = self._reference_logprobs(batches) if self.loss.kl_beta > 0 else None
         self.optimizer.zero_grad(set_to_none=True)
         mismatch, mismatch_n = 0.0, 0
         for start in range(0, len(order), self.micro_batch_size):
-            batch = [trained[i] for i in order[start : start + self.micro_batch_size]]
+            batch = batches[start // self.micro_batch_size]
             logp, mask = sequence_logprobs(self.model, batch, self.temperature, self.pad_id)
             adv = torch.tensor([s.advantage for s in batch], device=logp.device)
-            ref = None
-            if self.loss.kl_beta > 0:
-                with torch.no_grad(), self.model.disable_adapter():
-                    ref, _ = sequence_logprobs(self.model, batch, self.temperature, self.pad_id)
+            ref = reference[start // self.micro_batch_size] if reference else None
             out = policy_loss(
                 LossInputs(
                     logprobs=logp,
@@ -317,6 +324,43 @@ class LoRATrainer:
                 f"the loss is {metrics['loss']} at trainer step {self.steps_done}"
             )
         return metrics
+
+    def set_reference(self) -> None:
+        """Freeze the current adapter as the KL reference: the policy RL starts from (after
+        a warm-up, the warmed-up policy; a KL to the random or generic base would pull the
+        policy away from the tool-call format the warm-up taught)."""
+        self.reference = [p.detach().clone() for p in self.params]
+
+    def _reference_logprobs(self, batches: list[list[TrainSequence]]) -> list[Any]:
+        import torch
+
+        if self.reference is None:
+            with torch.no_grad(), self.model.disable_adapter():
+                return [
+                    sequence_logprobs(self.model, b, self.temperature, self.pad_id)[0]
+                    for b in batches
+                ]
+        with torch.no_grad():
+            current = [p.detach().clone() for p in self.params]
+            for p, r in zip(self.params, self.reference, strict=True):
+                p.copy_(r)
+            try:
+                return [
+                    sequence_logprobs(self.model, b, self.temperature, self.pad_id)[0]
+                    for b in batches
+                ]
+            finally:
+                for p, c in zip(self.params, current, strict=True):
+                    p.copy_(c)
+
+    def token_logprob(self, prompt_ids: list[int], token_id: int, temperature: float) -> float:
+        """The current policy's logprob of `token_id` after `prompt_ids` (the sync probe)."""
+        import torch
+
+        seq = TrainSequence([*prompt_ids, token_id], [0] * len(prompt_ids) + [1])
+        with torch.no_grad():
+            logp, _ = sequence_logprobs(self.model, [seq], temperature, self.pad_id)
+        return float(logp[0, -1])
 
     def sft_step(self, sequences: list[TrainSequence]) -> dict[str, float]:
         """One supervised step: mean NLL of the masked tokens (temperature 1)."""
@@ -371,6 +415,7 @@ class LoRATrainer:
                 "steps_done": self.steps_done,
                 "torch_rng": torch.get_rng_state(),
                 "python_rng": random.getstate(),
+                "reference": self.reference,
             },
             path / "trainer_state.pt",
         )
@@ -386,5 +431,6 @@ class LoRATrainer:
         state = torch.load(path / "trainer_state.pt", weights_only=False)
         self.optimizer.load_state_dict(state["optimizer"])
         self.steps_done = int(state["steps_done"])
+        self.reference = state.get("reference")
         torch.set_rng_state(state["torch_rng"])
         random.setstate(state["python_rng"])
