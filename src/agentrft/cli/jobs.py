@@ -155,7 +155,10 @@ def train(
     reward: RewardOpt = None,
     model: Annotated[
         str | None,
-        typer.Option(help="HF model id or directory (local.model).", rich_help_panel=LOCAL),
+        typer.Option(
+            help="HF model id, directory, .gguf file or pkg:MODULE (local.model).",
+            rich_help_panel=LOCAL,
+        ),
     ] = None,
     adapter: AdapterOpt = None,
     resume: Annotated[
@@ -455,6 +458,7 @@ def _eval_policy(
                     reward_fn=reward_fn,
                     on_episode=on_episode,
                     policy_name=name,
+                    curriculum_level=ev.curriculum_level,
                 )
             finally:
                 await the_policy.aclose()
