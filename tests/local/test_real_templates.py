@@ -558,3 +558,29 @@ def test_generation_config_eos_ids_end_turns(tmp_path):
     tok = tokenizer_for("llama3.1")
     chat = ChatTokenizer(tok, eos_token_ids=generation_eos_ids(str(tmp_path)))
     assert {128001, 128008, 128009} <= chat.end_of_turn_ids
+
+
+#: The assistant ids SFT trains on for the expert's game (apple, then berry), per template.
+SFT_TRAINED = {
+    "qwen3": '<tool_call>\n{"name": "guess", "arguments": {"word": "apple"}}\n</tool_call>'
+    "<|im_end|><think>\n\n</think>\n\n"  # Qwen3 renders the last turn with an empty think
+    '<tool_call>\n{"name": "guess", "arguments": {"word": "berry"}}\n</tool_call><|im_end|>',
+    "llama3.1": '{"name": "guess", "parameters": {"word": "apple"}}<|eot_id|>'
+    '{"name": "guess", "parameters": {"word": "berry"}}<|eot_id|>',
+    "smollm2": '<tool_call>{"name": "guess", "arguments": {"word": "apple"}}</tool_call><|im_end|>'
+    '<tool_call>{"name": "guess", "arguments": {"word": "berry"}}</tool_call><|im_end|>',
+    "gpt-oss": ' to=functions.guess<|channel|>commentary json<|message|>{"word": "apple"}<|call|>'
+    ' to=functions.guess<|channel|>commentary json<|message|>{"word": "berry"}<|call|>',
+}
+SFT_TRAINED["llama3.2"] = SFT_TRAINED["llama3.1"]
+
+
+async def test_sft_trains_the_templates_assistant_turns(name: str, chat: ChatTokenizer):
+    from agentrft.backends.local.sequences import sft_sequence
+
+    task = FruitGuess()
+    traj = await run_episode(task, "berry", task.expert())
+    seq = sft_sequence(traj, chat)
+    assert seq is not None
+    trained = chat.decode([i for i, m in zip(seq.token_ids, seq.mask, strict=True) if m])
+    assert trained == SFT_TRAINED[name]
