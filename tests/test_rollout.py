@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any, ClassVar
 
 import pytest
@@ -344,3 +345,23 @@ async def test_run_episodes_never_raises_on_mixed_faults() -> None:
     ]
     assert trajs[3].failure_kinds == ["unknown_tool"]
     assert all(t.reward is not None for t in trajs)
+
+
+async def test_curriculum_level_plays_the_easier_instance() -> None:
+    task = FindNumberTask()
+    row = json.dumps({"secret": 37, "low": 1, "high": 128})
+    full = await run_episode(task, row, task.expert())
+    easy = await run_episode(task, row, task.expert(), curriculum_level=3)
+    assert easy.metadata["curriculum_level"] == 3 and "curriculum_level" not in full.metadata
+    assert "between 1 and 128" in (full.messages[1].content or "")
+    low, high = map(int, re.findall(r"-?\d+", easy.messages[1].content or ""))
+    assert high - low + 1 == 16 and low < 37 < high  # 128 >> 3, around the secret
+    assert easy.solved and len(easy.turns) < len(full.turns)
+    assert task.at_level(task.parse(row), 0) == task.parse(row)  # level 0 is the task
+    with pytest.raises(ValueError, match=r"outside 0\.\.3"):
+        task.at_level(task.parse(row), 4)
+    # A task without a curriculum: asking for a level is a clear error, not a crash.
+    counter = CounterTask()
+    assert counter.curriculum_levels == 0
+    with pytest.raises(ValueError, match=r"outside 0\.\.0"):
+        counter.at_level(counter.parse('{"target": 2}'), 1)

@@ -74,6 +74,18 @@ class EvalReport(BaseModel):
     )
     mean_reward: float = 0.0
     std_reward: float = 0.0
+    reward_se: float = Field(
+        0.0, description="Standard error of mean_reward (sample std / sqrt(episodes))."
+    )
+    foothold: float | None = Field(
+        None,
+        description="Share of rows whose samples got different rewards (needs "
+        "samples_per_row >= 2). GRPO learns only from such rows: at 0, every group of a "
+        "training step would have zero advantage.",
+    )
+    curriculum_level: int = Field(
+        0, description="The task's curriculum level played (0: the task)."
+    )
     mean_turns: float = 0.0
     turn_histogram: dict[int, int] = Field(
         default_factory=dict, description="Number of assistant turns -> episodes."
@@ -106,6 +118,7 @@ class EvalReport(BaseModel):
     ) -> EvalReport:
         """Summarise episodes. Rows are grouped by `metadata["row"]`, else by prompt."""
         groups: dict[Any, list[bool]] = {}
+        row_rewards: dict[Any, list[float]] = {}
         rewards: list[float] = []
         turns: Counter[int] = Counter()
         failures: Counter[str] = Counter()
@@ -116,8 +129,10 @@ class EvalReport(BaseModel):
         prompt_tokens = completion_tokens = 0
         for t in trajectories:
             ok = is_solved(t, success_threshold)
-            groups.setdefault(t.metadata.get("row", t.prompt), []).append(ok)
+            key = t.metadata.get("row", t.prompt)
+            groups.setdefault(key, []).append(ok)
             rewards.append(t.reward.total if t.reward else 0.0)
+            row_rewards.setdefault(key, []).append(rewards[-1])
             turns[len(t.turns)] += 1
             failures.update(set(t.failure_kinds))
             outcomes[(t.reward.outcome if t.reward else "") or "-"] += 1
@@ -135,6 +150,7 @@ class EvalReport(BaseModel):
             if 1 <= k <= samples:
                 pass_k[k] = statistics.fmean(pass_at_k(len(g), sum(g), k) for g in groups.values())
         solved = sum(sum(g) for g in groups.values())
+        levels = {int(t.metadata.get("curriculum_level", 0)) for t in trajectories}
         return cls(
             task=task,
             policy=policy,
@@ -148,6 +164,13 @@ class EvalReport(BaseModel):
             success_threshold=success_threshold,
             mean_reward=statistics.fmean(rewards) if rewards else 0.0,
             std_reward=statistics.pstdev(rewards) if len(rewards) > 1 else 0.0,
+            reward_se=statistics.stdev(rewards) / math.sqrt(n) if n > 1 else 0.0,
+            foothold=(
+                statistics.fmean(len(set(r)) > 1 for r in row_rewards.values())
+                if samples >= 2
+                else None
+            ),
+            curriculum_level=max(levels, default=0),
             mean_turns=statistics.fmean(turns.elements()) if n else 0.0,
             turn_histogram=dict(sorted(turns.items())),
             tool_calls=ToolCallStats(
@@ -187,7 +210,17 @@ class EvalReport(BaseModel):
         ]
         rows += [(f"pass@{k}", f"{v:.1%}") for k, v in self.pass_at_k.items()]
         rows += [
-            ("reward", f"{self.mean_reward:.4f} ± {self.std_reward:.4f}"),
+            (
+                "reward",
+                f"{self.mean_reward:.4f} ± {self.reward_se:.4f} (standard error; "
+                f"std {self.std_reward:.4f})",
+            ),
+            (
+                "foothold",
+                f"{self.foothold:.1%} of rows got different rewards across samples"
+                if self.foothold is not None
+                else "- (needs samples_per_row >= 2)",
+            ),
             ("turns", f"mean {self.mean_turns:.2f}; " + _counts(self.turn_histogram)),
             (
                 "tool calls",
@@ -205,6 +238,8 @@ class EvalReport(BaseModel):
                     f"prompt {self.prompt_tokens or 0}, completion {self.completion_tokens or 0}",
                 )
             )
+        if self.curriculum_level:
+            rows.append(("curriculum level", str(self.curriculum_level)))
         rows.append(("wall time", f"{self.wall_s:.2f}s"))
         return rows
 
@@ -239,17 +274,22 @@ def reports_table(reports: Sequence[EvalReport]) -> Table:
     table = Table(title=f"eval · {reports[0].task}" if reports else "eval")
     for col in ("policy", "temp", "episodes", "solve rate", *(f"pass@{k}" for k in ks)):
         table.add_column(col, justify="right" if col != "policy" else "left")
-    table.add_column("reward", justify="right")
+    table.add_column("reward ± se", justify="right")
+    footholds = any(r.foothold is not None for r in reports)
+    if footholds:
+        table.add_column("foothold", justify="right")
     table.add_column("turns", justify="right")
     table.add_column("failures")
     for r in reports:
+        level = f" (level {r.curriculum_level})" if r.curriculum_level else ""
         table.add_row(
-            r.policy,
+            r.policy + level,
             f"{r.temperature:g}",
             str(r.episodes),
             f"{r.solve_rate:.1%}",
             *(f"{r.pass_at_k[k]:.1%}" if k in r.pass_at_k else "-" for k in ks),
-            f"{r.mean_reward:.3f} ± {r.std_reward:.3f}",
+            f"{r.mean_reward:.3f} ± {r.reward_se:.3f}",
+            *([f"{r.foothold:.0%}" if r.foothold is not None else "-"] if footholds else []),
             f"{r.mean_turns:.2f}",
             _counts(r.failure_kinds),
         )
@@ -281,8 +321,10 @@ async def evaluate(
     reward_fn: RewardFn | None = None,
     on_episode: EpisodeCallback | None = None,
     policy_name: str | None = None,
+    curriculum_level: int = 0,
 ) -> tuple[list[EvalReport], list[Trajectory]]:
     """Play every prompt `samples_per_row` times at each temperature; one report each.
+    `curriculum_level` > 0 plays the task's easier version of every row (`Task.curriculum`).
 
     Trajectories carry `metadata = {"row", "sample", "temperature", "policy"}`. With a fixed
     `sampling.seed`, a server returns the same sample every time, so pass@k would only
@@ -311,6 +353,7 @@ async def evaluate(
             concurrency=concurrency,
             on_episode=on_episode,
             metadata=meta,
+            curriculum_level=curriculum_level,
         )
         reports.append(
             EvalReport.from_trajectories(

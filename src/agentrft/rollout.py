@@ -42,12 +42,15 @@ async def run_episode(
     episode_id: str | None = None,
     metadata: dict[str, Any] | None = None,
     tool_threads: ToolThreads | None = None,
+    curriculum_level: int = 0,
 ) -> Trajectory:
     """Play one episode of `task` on the row `prompt` with `policy`, to the end.
 
     `reward_fn(env, trajectory)` replaces the task's reward (a `--reward` plugin). Sync
     tools run on `tool_threads` (default: the process-wide pool). A tool call still running
     at the deadline ends the episode with `wall_clock` and the lowest reward.
+    `curriculum_level` > 0 plays the task's easier version of the row (`Task.curriculum`);
+    the level is recorded in the trajectory's metadata.
     """
     sampling = sampling or Sampling()
     limits = limits or task.limits
@@ -59,8 +62,12 @@ async def run_episode(
         sampling=sampling.model_dump(exclude_none=True),
         metadata=dict(metadata or {}),
     )
+    if curriculum_level:
+        traj.metadata["curriculum_level"] = curriculum_level
     try:
         instance = task.parse(prompt)
+        if curriculum_level:
+            instance = task.at_level(instance, curriculum_level)
     except Exception as exc:  # TaskInputError, or a parse bug in a plugin: never crash a job
         detail = str(exc) if isinstance(exc, TaskInputError) else f"{type(exc).__name__}: {exc}"
         traj.fail(FailureKind.BAD_INPUT, detail)
@@ -280,8 +287,10 @@ async def run_episodes(
     on_episode: EpisodeCallback | None = None,
     metadata: Callable[[int], dict[str, Any]] | None = None,
     tool_threads: ToolThreads | None = None,
+    curriculum_level: int = 0,
 ) -> list[Trajectory]:
     """Play many episodes with at most `concurrency` in flight; results keep input order.
+    Every episode plays at `curriculum_level` (see `run_episode`).
 
     Sync tools run on `tool_threads`; by default on a pool of `concurrency` threads made for
     this call (one per episode in flight, so a sync call never queues behind another).
@@ -304,6 +313,7 @@ async def run_episodes(
                 reward_fn=reward_fn,
                 metadata=metadata(i) if metadata else None,
                 tool_threads=threads,
+                curriculum_level=curriculum_level,
             )
         results[i] = traj
         if on_episode is not None:

@@ -50,6 +50,10 @@ class Task(ABC, Generic[InstanceT]):
     limits: ClassVar[EpisodeLimits] = EpisodeLimits()
     #: Declared outcome tiers, best first (optional; enables `reward check` and `lowest_reward`).
     tiers: ClassVar[TieredReward | None] = None
+    #: Curriculum levels above the task itself (level 0). A task that offers some makes an
+    #: instance easier at level 1..curriculum_levels in `curriculum` (higher is easier); the
+    #: local engine anneals the level during a run (`local.curriculum_start/_end`).
+    curriculum_levels: ClassVar[int] = 0
 
     @abstractmethod
     def parse(self, prompt: str) -> InstanceT:
@@ -77,6 +81,30 @@ class Task(ABC, Generic[InstanceT]):
             msgs.append(system(sp))
         msgs.append(user(self.user_prompt(instance)))
         return msgs
+
+    def curriculum(self, instance: InstanceT, level: int) -> InstanceT:
+        """`instance` made easier at `level` (1..curriculum_levels); level 0 is the task
+        itself and must return `instance` unchanged.
+
+        The easier instance is still a real episode of the task (same tools, same reward
+        tiers): for Wordle, level k starts the game with k guesses already played by the
+        expert. Hidden fields stay hidden. The default offers no curriculum.
+        """
+        if level:
+            raise ValueError(
+                f"task {self.name!r} has no curriculum (curriculum_levels = 0); "
+                "set the curriculum level to 0"
+            )
+        return instance
+
+    def at_level(self, instance: InstanceT, level: int) -> InstanceT:
+        """`curriculum(instance, level)` with the level checked against `curriculum_levels`."""
+        if not 0 <= level <= self.curriculum_levels:
+            raise ValueError(
+                f"curriculum level {level} is outside 0..{self.curriculum_levels} for task "
+                f"{self.name!r}"
+            )
+        return self.curriculum(instance, level) if level else instance
 
     def instance_id(self, instance: InstanceT) -> str | None:
         return getattr(instance, "id", None)

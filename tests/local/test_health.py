@@ -172,3 +172,11 @@ def test_rollout_health_counts_from_trajectories():
     assert m["rollout/tokens/response_max"] == 12.0
     assert m["rollout/reward/valid_mean"] == 1.0  # the unplayed rollout is left out
     assert m["analysis/zero_adv_groups"] == 0.5
+
+
+def test_curriculum_anneals_linearly_from_start_to_end():
+    from agentrft.backends.local.grpo import curriculum_level
+
+    assert [curriculum_level(3, 0, s, 4) for s in range(1, 5)] == [3, 2, 1, 0]
+    assert [curriculum_level(4, 2, s, 5) for s in range(1, 6)] == [4, 4, 3, 2, 2]
+    assert curriculum_level(2, 2, 7, 10) == 2 and curriculum_level(5, 1, 1, 1) == 1

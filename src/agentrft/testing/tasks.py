@@ -104,6 +104,18 @@ class FindNumberTask(Task[NumberInstance]):
         ]
     )
 
+    #: Level k narrows the announced range to about 1/2^k of its width (never below 4
+    #: numbers), still around the secret and never with it at an end of the range.
+    curriculum_levels: ClassVar[int] = 3
+
+    def curriculum(self, instance: NumberInstance, level: int) -> NumberInstance:
+        width = max(4, (instance.high - instance.low + 1) >> level)
+        # Where the secret sits inside the narrowed range: a fixed function of the row.
+        offset = 1 + (instance.secret * 7919 + instance.low) % (width - 2)
+        low = max(instance.low, instance.secret - offset)
+        high = min(instance.high, low + width - 1)
+        return NumberInstance(id=instance.id, secret=instance.secret, low=low, high=high)
+
     def parse(self, prompt: str) -> NumberInstance:
         try:
             row = json.loads(prompt)

@@ -190,8 +190,17 @@ async def run_eval(
         success_threshold=config.success_threshold,
         reward_fn=reward_fn,
         policy_name=label,
+        curriculum_level=eval_level(config),
     )
     return reports, trajs
+
+
+def eval_level(config: Config) -> int:
+    """The curriculum level evaluations play: `eval.curriculum_level` when set, else the
+    level a training curriculum ends at (so before/after rows compare like with like)."""
+    if "curriculum_level" in config.eval.model_fields_set:
+        return config.eval.curriculum_level
+    return config.local.curriculum_end
 
 
 def _save_eval(out: Path, label: str, reports: list[EvalReport], trajs: list[Any]) -> None:
@@ -275,6 +284,13 @@ async def train_async(
         raise ValueError(
             f"local.sft_warmup_steps={config.local.sft_warmup_steps} but task {task.name!r} has "
             "no scripted expert (Task.expert() returned None); set local.sft_warmup_steps=0"
+        )
+    levels = (config.local.curriculum_start, config.local.curriculum_end, eval_level(config))
+    if max(levels) > task.curriculum_levels:
+        raise ValueError(
+            f"task {task.name!r} offers curriculum levels 0..{task.curriculum_levels}; "
+            f"local.curriculum_start/curriculum_end/eval.curriculum_level ask for "
+            f"{max(levels)}"
         )
     # Rows first: a task that cannot make them fails before anything is written.
     limits = episode_limits(task, config)
@@ -401,6 +417,7 @@ async def train_async(
                     limits=limits,
                     max_length=config.local.max_sequence_length,
                     on_step=sft_log,
+                    curriculum_level=config.local.curriculum_start,
                 )
                 say(f"SFT warm-up done in {time.perf_counter() - t0:.1f}s", highlight=False)
             trainer.set_reference()  # the KL reference (local.kl_beta): where RL starts

@@ -73,6 +73,14 @@ class DataCursor:
         return self.position // self.size
 
 
+def curriculum_level(start: int, end: int, step: int, total: int) -> int:
+    """The task's curriculum level at `step` (1-based) of `total`: `start` at the first step,
+    moving linearly to `end` at the last (rounded to the nearest level)."""
+    if start == end or total <= 1:
+        return end
+    return round(start + (end - start) * (min(step, total) - 1) / (total - 1))
+
+
 def step_seed(seed: int, step: int) -> int:
     return (seed * 1_000_003 + step * 100_003) % (2**31)
 
@@ -160,6 +168,7 @@ class GRPOLoop:
                 "policy_version": self.version,
             }
 
+        level = self.curriculum_level(step)
         trajs = await run_episodes(
             self.task,
             prompts,
@@ -167,6 +176,7 @@ class GRPOLoop:
             sampling=self.sampling,
             limits=self.limits,
             reward_fn=self.reward_fn,
+            curriculum_level=level,
             concurrency=max(cfg.rollout_max_concurrency, len(prompts)),
             metadata=meta,
             on_episode=self._episode_finished if self.hooks is not None else None,
@@ -205,12 +215,20 @@ class GRPOLoop:
         metrics = self._metrics(trajs, rewards, adv.zero_variance_fraction, rollout_s)
         metrics.update(rollout_health(trajs, adv.zero_variance_fraction))
         metrics["analysis/dropped_groups"] = admitted.count(False) / cfg.group_size
+        if cfg.local.curriculum_start or cfg.local.curriculum_end:
+            metrics["curriculum_level"] = float(level)
         metrics.update(train_metrics)
         if probe and probe_before:
             metrics.update(await self._sync_probe(probe, probe_before))
         metrics.update(train_s=train_s, sync_s=sync_s, step_s=time.perf_counter() - t0)
         append_trajectories(self._for_storage(trajs), self.run.path / "trajectories.jsonl")
         return metrics
+
+    def curriculum_level(self, step: int) -> int:
+        local = self.config.local
+        return curriculum_level(
+            local.curriculum_start, local.curriculum_end, step, self.total_steps()
+        )
 
     # -- sync probe -----------------------------------------------------------------------
 

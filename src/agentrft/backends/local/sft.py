@@ -29,8 +29,10 @@ async def expert_sequences(
     *,
     limits: EpisodeLimits | None = None,
     max_length: int | None = None,
+    curriculum_level: int = 0,
 ) -> list[TrainSequence]:
-    """Play `prompts` with the task's expert and tokenise the games (assistant ids trained).
+    """Play `prompts` with the task's expert (at `curriculum_level`) and tokenise the games
+    (assistant ids trained).
 
     Only games the expert won (`reward.solved`) are kept when any was won.
     """
@@ -40,7 +42,9 @@ async def expert_sequences(
             f"task {task.name!r} has no scripted expert (Task.expert() returned None); "
             "set local.sft_warmup_steps=0"
         )
-    trajs = await run_episodes(task, prompts, expert, sampling=Sampling(), limits=limits)
+    trajs = await run_episodes(
+        task, prompts, expert, sampling=Sampling(), limits=limits, curriculum_level=curriculum_level
+    )
     won = [t for t in trajs if t.solved]
     seqs = [sft_sequence(t, chat, max_length) for t in (won or trajs)]
     return [s for s in seqs if s is not None and any(s.mask)]
@@ -58,6 +62,7 @@ async def sft_warmup(
     limits: EpisodeLimits | None = None,
     max_length: int | None = None,
     on_step: Callable[[int, dict[str, float]], None] | None = None,
+    curriculum_level: int = 0,
 ) -> list[dict[str, float]]:
     """`steps` supervised steps of `batch_size` expert games each; returns their metrics.
 
@@ -71,7 +76,9 @@ async def sft_warmup(
     t0 = time.perf_counter()
     needed = steps * batch_size
     games = [prompts[i % len(prompts)] for i in range(needed)]
-    seqs = await expert_sequences(task, games, chat, limits=limits, max_length=max_length)
+    seqs = await expert_sequences(
+        task, games, chat, limits=limits, max_length=max_length, curriculum_level=curriculum_level
+    )
     if not seqs:
         raise ValueError(f"the expert of task {task.name!r} produced no trainable games")
     play_s = time.perf_counter() - t0
