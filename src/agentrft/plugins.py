@@ -130,8 +130,10 @@ KNOWN_BACKEND_EXTRAS = {"local": "local", "sagemaker": "sagemaker"}
 
 
 def _unknown(kind: str, name: str, installed: list[str], broken: list[BrokenPlugin]) -> str:
-    msg = f"{kind} {name!r} not found; installed: {', '.join(installed) or 'none'}"
-    close = difflib.get_close_matches(name, installed, n=1)
+    # A name is an identifier; a 5,000-character one (a mistyped config) is not echoed whole.
+    shown = repr(name) if len(name) <= 80 else f"{name[:60]!r}... ({len(name):,} characters)"
+    msg = f"{kind} {shown} not found; installed: {', '.join(installed) or 'none'}"
+    close = difflib.get_close_matches(name[:200], installed, n=1)
     if close:
         msg += f". Did you mean {close[0]!r}?"
     if broken:

@@ -200,6 +200,13 @@ CASES: list[Bad] = [
     Bad("task-unknown", "reward check --task wordel", names="wordel"),
     Bad("task-empty", "reward check --task ''", names="task"),
     Bad("task-path", "reward check --task ../../etc/passwd", names="../../etc/passwd"),
+    Bad("task-very-long", "reward check --task " + "x" * 5000, names="5,000 characters"),
+    Bad(
+        "task-very-long-in-config",
+        "eval --policy expert -c {f}",
+        "task: " + "y" * 5000 + "\n",
+        names="5,000 characters",
+    ),
     Bad("task-long-unicode", "reward check --task " + "ẅ" * 300, names="ẅẅẅ"),
     Bad("task-in-config-wrong-type", "eval --policy expert -c {f}", "task: [1, 2]\n", names="task"),
     Bad("eval-no-task", "eval --policy expert", names="--task"),

@@ -238,8 +238,9 @@ def build_app(
 class _RolloutApp(BedrockAgentCoreApp):
     """BedrockAgentCoreApp that answers a reward even for bodies it cannot hand over.
 
-    The base app rejects a body that is not JSON with a 400 before any handler runs; the
-    service must still get a reward, so every error response becomes the lowest tier.
+    The base app rejects a body that is not JSON with a 400 before any handler runs, and
+    lets a body nesting past the recursion limit out as a plain-text 500; the service must
+    still get a reward, so every error response (and every error) becomes the lowest tier.
     """
 
     def __init__(self, runner: RolloutRunner) -> None:
