@@ -527,11 +527,16 @@ def test_harmony_parser_agrees_with_openai_harmony(harmony):
         assert ours.content == "\n".join(shown)
 
 
-def test_smollm2_own_template_ignores_tools_and_is_replaced(caplog):
+def test_smollm2_own_template_ignores_tools_and_is_replaced(caplog, monkeypatch):
+    from agentrft.backends.local import chat_tokens
+
     tok = tokenizer_for("smollm2")
     assert "tools" not in tok.chat_template  # the reason for the replacement
+    monkeypatch.setattr(chat_tokens, "_WARNED_TEMPLATES", set())  # logged once per process
     with caplog.at_level(logging.WARNING):
         chat = ChatTokenizer(tok)
+        ChatTokenizer(tok)
+    assert caplog.text.count("the model's chat template ignores tools") == 1
     first = chat.decode(
         chat.render(_conversation("smollm2")[:2], _tools(), add_generation_prompt=True)
     )
