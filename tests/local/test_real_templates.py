@@ -589,3 +589,24 @@ async def test_sft_trains_the_templates_assistant_turns(name: str, chat: ChatTok
     assert seq is not None
     trained = chat.decode([i for i, m in zip(seq.token_ids, seq.mask, strict=True) if m])
     assert trained == SFT_TRAINED[name]
+
+
+def test_llama_two_calls_in_one_turn_fall_back_to_a_stand_in():
+    # Llama 3's template raises on an assistant turn with two calls: the suffix for the two
+    # tool replies then comes from a stand-in conversation (flagged not prefix-preserving).
+    chat = ChatTokenizer(tokenizer_for("llama3.1"))
+    calls = [ToolCall(id=f"c{i}", name="guess", arguments=f'{{"word": "{w}"}}')
+             for i, w in enumerate(["fig", "plum"])]  # fmt: skip
+    history = [
+        Message(role="user", content="Candidates: fig, plum"),
+        Message(role="assistant", tool_calls=calls),
+    ]
+    replies = [Message(role="tool", content=r, tool_call_id=c.id) for r, c in
+               zip(["Wrong.", "Correct!"], calls, strict=True)]  # fmt: skip
+    suffix, preserving = chat.turn_suffix(history, replies, _tools())
+    assert not preserving
+    assert chat.decode(suffix) == (
+        '<|start_header_id|>ipython<|end_header_id|>\n\n"Wrong."<|eot_id|>'
+        '<|start_header_id|>ipython<|end_header_id|>\n\n"Correct!"<|eot_id|>'
+        "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    )
