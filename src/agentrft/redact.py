@@ -44,6 +44,9 @@ _CREDENTIAL = (
 _CREDENTIAL_NAME = re.compile(rf"(?:^|[^a-z]){_CREDENTIAL}(?:$|[^a-z])", re.IGNORECASE)
 _FLAG = re.compile(rf"^--?[\w-]*{_CREDENTIAL}$", re.IGNORECASE)
 _VALUE = r"(?!\*\*\*)[^\s\"',;&\\]"  # a credential value in text (never one already scrubbed)
+# A query parameter's name: it stops at the next separator (`?`, `&`, `;`), so a text full of
+# separators is scanned once, not once per separator (that made long replies quadratic).
+_PARAM_NAME = r"[^=&#;?\s\"'\\]"
 
 # Each pattern starts at a literal or a short alternation, never at "any word": they run on
 # every trajectory line written (~MBs at GPU scale), and a leading `[\w-]*` made them 50x
@@ -53,7 +56,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(://[^\s/:@?#\"'\\]*):[^\s/@?#\"'\\]+@"), r"\1:***@"),
     # ?api_key=...&X-Amz-Signature=...
     (
-        re.compile(rf"([?&;][^=&#\s\"'\\]*{_CREDENTIAL}[^=&#\s\"'\\]*=){_VALUE}+", re.I),
+        re.compile(rf"([?&;]{_PARAM_NAME}*{_CREDENTIAL}{_PARAM_NAME}*=){_VALUE}+", re.I),
         r"\1***",
     ),
     # Authorization schemes; the token must look like one (a digit, or 24+ characters).
@@ -83,7 +86,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 # no secret. Only a text one of these finds goes through `_PATTERNS`.
 _MAY_MATCH: tuple[re.Pattern[str], ...] = (
     re.compile(r"://[^\s/:@?#\"'\\]*:[^\s/@?#\"'\\]+@"),
-    re.compile(rf"[?&;][^=&#\s\"'\\]*{_CREDENTIAL}"),
+    re.compile(rf"[?&;]{_PARAM_NAME}*{_CREDENTIAL}"),
     re.compile(r"(?:bearer|basic)\s"),
     re.compile(rf"{_CREDENTIAL}[\"']?\s*[:=]"),
     re.compile(rf"--[\w-]*?{_CREDENTIAL}\s"),

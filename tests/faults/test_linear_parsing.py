@@ -211,3 +211,21 @@ def test_expense_report_blocks_match_the_old_pattern() -> None:
     old = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
     for text in random_texts(1, 20_000):
         assert tagged_blocks(text) == old.findall(text), repr(text)
+
+
+@pytest.mark.parametrize("text", ["?" * SIZE, "?api" * (SIZE // 4), "&token" * (SIZE // 6)])
+def test_secret_scrubbing_of_a_long_reply_is_linear(tmp_path, text):
+    """Every written trajectory line goes through the scrubber: a query-parameter pattern
+    whose name could run past the next separator took 15 s on 20 KB of `?` (minutes at
+    176 KB). Written here under the same budget as an episode."""
+    import time
+
+    from agentrft.trajectory import Trajectory, write_trajectories
+
+    traj = Trajectory(
+        id="t", task="t", prompt="p", messages=[Message(role="assistant", content=text)]
+    )
+    started = time.perf_counter()
+    write_trajectories([traj], tmp_path / "t.jsonl")
+    assert time.perf_counter() - started < BUDGET_S
+    assert len((tmp_path / "t.jsonl").read_text()) > SIZE // 2
