@@ -1,40 +1,53 @@
 #!/usr/bin/env python3
-"""Regenerate the Wordle word lists from SCOWL 2020.12.07 (Debian package `scowl`).
+"""Rebuild the Wordle word lists from SCOWL 2020.12.07 and print how they differ from the
+shipped ones.
 
     apt-get install -y scowl
-    python plugins/wordle/scripts/build_wordlists.py            # writes the package data
-    python plugins/wordle/scripts/build_wordlists.py --check    # fails if the shipped lists differ
+    python plugins/wordle/scripts/build_wordlists.py                 # print the difference
+    python plugins/wordle/scripts/build_wordlists.py --out build/    # ...and write the build
 
-Rules (design note wordle.md, following the managed service's public sample):
+The plugin ships the public sample's exact lists (1,923 answers, 11,072 allowed guesses; see
+the plugin README); this tool does not decide what ships. It shows how close a rebuild from
+SCOWL comes, and what a list built for another SCOWL release would change. Rules (design
+note wordle.md, following the sample):
 - answers: english + american words at SCOWL size <= 35, exactly five letters a-z, minus
   inflected forms, minus offensive words. The sample used AGID for inflections, which Debian
   does not package, so inflections are found with suffix rules over the same lists:
-    * plurals and verb forms: removing -s, -es, -ies->y, -ied->y, -ed or -d gives another listed word;
+    * plurals and verb forms: removing -s, -es, -ies->y, -ied->y, -ed or -d gives another
+      listed word;
     * -ing forms: removing -ing (optionally restoring -e, undoubling a consonant, or
       -ying -> -ie) gives a listed word that is a verb (it has an -s/-es and an -ed/-d form);
     * comparatives: removing -er / -r / -ier->y gives a listed word whose superlative
       (-est / -st / -iest) is in SCOWL at size <= 80.
-- allowed guesses: english + american words at size <= 80, exactly five letters a-z, no
-  inflection filter, plus every answer.
+  The sample also drops words by a hand-made list that is not published; the difference
+  printed here is mostly those.
+- allowed guesses: english + american words at size <= 80, exactly five letters a-z, minus
+  offensive words, plus every answer.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import sys
 from pathlib import Path
 
 SCOWL_DIR = Path("/usr/share/dict/scowl")
-SCOWL_COPYRIGHT = Path("/usr/share/doc/scowl/copyright")
 DATA_DIR = Path(__file__).resolve().parents[1] / "src" / "agentrft_wordle" / "data"
+SHIPPED = {"answers": "answers.txt", "allowed": "allowed_guesses.txt"}
 SIZES = (10, 20, 35, 40, 50, 55, 60, 70, 80, 95)
 CATEGORIES = ("english-words", "american-words")
 FIVE = re.compile(r"[a-z]{5}")
 
-# Slurs and vulgar words among the size<=35 five-letter words; kept as guesses, never answers.
-OFFENSIVE = frozenset({"bitch", "fagot", "horny", "penis", "pussy", "semen", "sperm", "whore"})
+#: Slurs and profanity the sample removes from both lists.
+OFFENSIVE = frozenset(
+    {
+        "bitch", "chink", "coons", "craps", "cunts", "dicks", "fagot", "farts",
+        "fucks", "kraut", "nappy", "nigga", "pussy", "queer", "shits", "whore",
+    }
+)  # fmt: skip
+#: Vulgar words that are never answers but stay accepted as guesses (as in the sample).
+NOT_ANSWERS = frozenset({"horny", "penis", "semen", "sperm"})
 
 
 def load(max_size: int) -> set[str]:
@@ -95,7 +108,7 @@ def is_comparative(word: str, listed: set[str], big: set[str]) -> bool:
     return any(base in listed and sup in big for base, sup in forms)
 
 
-def build() -> tuple[list[str], list[str]]:
+def build() -> dict[str, list[str]]:
     common = load(35)
     big = load(80)
     raw = sorted(w for w in common if FIVE.fullmatch(w))
@@ -103,35 +116,52 @@ def build() -> tuple[list[str], list[str]]:
         w
         for w in raw
         if w not in OFFENSIVE
+        and w not in NOT_ANSWERS
         and not is_plain_inflection(w, common)
         and not is_ing_form(w, common)
         and not is_comparative(w, common, big)
     ]
-    allowed = sorted({w for w in big if FIVE.fullmatch(w)} | set(answers))
-    return answers, allowed
+    allowed = sorted({w for w in big if FIVE.fullmatch(w) and w not in OFFENSIVE} | set(answers))
+    return {"answers": answers, "allowed": allowed}
+
+
+def shipped(data_dir: Path = DATA_DIR) -> dict[str, list[str]]:
+    return {
+        kind: (data_dir / name).read_text(encoding="utf-8").split()
+        for kind, name in SHIPPED.items()
+    }
+
+
+def difference(built: dict[str, list[str]], ships: dict[str, list[str]]) -> list[str]:
+    """Lines describing how `built` differs from `ships`, per list."""
+    lines = []
+    for kind in SHIPPED:
+        new, old = set(built[kind]), set(ships[kind])
+        lines.append(
+            f"{kind}: rebuild {len(new)}, shipped {len(old)}, in both {len(new & old)}, "
+            f"only in the rebuild {len(new - old)}, only shipped {len(old - new)}"
+        )
+        for label, words in (("  only in the rebuild:", new - old), ("  only shipped:", old - new)):
+            if words:
+                lines.append(f"{label} {' '.join(sorted(words))}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with the shipped lists")
-    parser.add_argument("--out", type=Path, default=DATA_DIR, help="output folder")
+    parser.add_argument(
+        "--out", type=Path, help="also write the rebuild here (answers.txt, allowed_guesses.txt)"
+    )
     args = parser.parse_args(argv)
-    answers, allowed = build()
-    texts = {"answers.txt": "\n".join(answers) + "\n", "allowed.txt": "\n".join(allowed) + "\n"}
-    if args.check:
-        stale = [n for n, t in texts.items() if (args.out / n).read_text(encoding="utf-8") != t]
-        if stale:
-            print(f"out of date: {', '.join(stale)}; rerun without --check", file=sys.stderr)
-            return 1
-        print(f"up to date: {len(answers)} answers, {len(allowed)} allowed guesses")
-        return 0
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name, text in texts.items():
-        tmp = args.out / (name + ".partial")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(args.out / name)
-    shutil.copyfile(SCOWL_COPYRIGHT, args.out / "SCOWL-COPYRIGHT.txt")
-    print(f"wrote {len(answers)} answers and {len(allowed)} allowed guesses to {args.out}")
+    built = build()
+    print("\n".join(difference(built, shipped())))
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for kind, name in SHIPPED.items():
+            tmp = args.out / (name + ".partial")
+            tmp.write_text("\n".join(built[kind]) + "\n", encoding="utf-8")
+            tmp.replace(args.out / name)
+        print(f"wrote the rebuild to {args.out}")
     return 0
 
 

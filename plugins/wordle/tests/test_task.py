@@ -1,6 +1,9 @@
 import json
 import random
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,7 +76,12 @@ def test_sample_row_from_the_design_note_parses(task: WordleTask) -> None:
         ('{"answer": "r1ser"}', "five letters a-z"),
         ('{"answer": 12345}', "five letters a-z"),
         ('{"answer": "risers"}', "five letters a-z"),
-        ('{"answer": "riser", "prompt": ""}', "non-empty string"),
+        ('{"answer": "riser", "prompt": 5}', '"prompt" must be a string'),
+        ('{"answer": "riser", "seed_guesses": 6}', '"seed_guesses" must be an integer 0..5'),
+        ('{"answer": "riser", "seed_guesses": -1}', '"seed_guesses" must be an integer 0..5'),
+        ('{"answer": "riser", "seed_guesses": "2"}', '"seed_guesses" must be an integer 0..5'),
+        ('{"answer": "riser", "seed_guesses": true}', '"seed_guesses" must be an integer 0..5'),
+        ('{"answer": "riser", "seed_guesses": 2.0}', '"seed_guesses" must be an integer 0..5'),
         ('{"answer": "riser", "prompt": "Guess RISER"}', "contains its own answer"),
     ],
 )
@@ -89,19 +97,65 @@ async def test_bad_row_gets_the_lowest_reward_through_the_loop(task: WordleTask)
     assert traj.failure_kinds == ["bad_input"] and traj.reward.total == -1.5
 
 
-def test_splits_are_fixed_disjoint_and_sized(task: WordleTask) -> None:
+def sample_line(answer: str, row_id: str) -> str:
+    """A row as the launch post prints it."""
+    return (
+        '{"prompt": "{\\"prompt\\": \\"Guess the 5-letter word\\", \\"answer\\": '
+        f'\\"{answer}\\", \\"id\\": \\"{row_id}\\"}}"}}'
+    )
+
+
+def test_first_rows_are_the_samples_byte_for_byte(task: WordleTask) -> None:
+    assert sample_line("riser", "wordle_train_0000") == (
+        r'{"prompt": "{\"prompt\": \"Guess the 5-letter word\", \"answer\": \"riser\", '
+        r'\"id\": \"wordle_train_0000\"}"}'
+    )
+    lines = [json.dumps(r) for r in task.make_dataset("train", 3)]
+    assert lines == [
+        sample_line("riser", "wordle_train_0000"),
+        sample_line("swoon", "wordle_train_0001"),
+        sample_line("dirty", "wordle_train_0002"),
+    ]
+    val = [json.dumps(r) for r in task.make_dataset("validation", 3)]
+    assert val == [
+        sample_line("gruff", "wordle_val_0000"),
+        sample_line("build", "wordle_val_0001"),
+        sample_line("avoid", "wordle_val_0002"),
+    ]
+
+
+def test_dataset_make_writes_the_samples_first_rows(tmp_path: Path) -> None:
+    out = tmp_path / "train.jsonl"
+    code = "from agentrft.cli.app import main; main()"
+    args = ["dataset", "make", "--task", "wordle", "--split", "train", "--n", "3", "-o", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text(encoding="utf-8").splitlines() == [
+        sample_line(w, f"wordle_train_{i:04d}") for i, w in enumerate(("riser", "swoon", "dirty"))
+    ]
+
+
+def test_splits_follow_the_samples_rule(task: WordleTask) -> None:
+    words = sorted(w.upper() for w in answer_words())
+    random.Random(42).shuffle(words)
     splits = split_words()
-    assert len(splits["train"]) == 640 and len(splits["validation"]) == 128
+    assert [w.upper() for w in splits["train"]] == words[:640]
+    assert [w.upper() for w in splits["validation"]] == words[640:768]
+    assert [w.upper() for w in splits["test"]] == words[768:]
     train, val, test = (set(splits[s]) for s in ("train", "validation", "test"))
+    assert (len(train), len(val), len(test)) == (640, 128, 1155)
     assert not (train & val) and not (train & test) and not (val & test)
     assert train | val | test == set(answer_words())
-    val_rows = task.make_dataset("validation", None, 42)
-    assert {task.parse(r["prompt"]).answer for r in val_rows} == val
-    # The seed orders rows (and subsamples); it never moves words across splits.
-    other = task.make_dataset("validation", 128, 7)
-    assert {task.parse(r["prompt"]).answer for r in other} == val
-    assert task.make_dataset("validation", 128, 42) == val_rows
-    assert {task.parse(r["prompt"]).answer for r in task.make_dataset("train", 10, 1)} <= train
+    val_rows = task.make_dataset("validation")
+    assert [task.parse(r["prompt"]).answer for r in val_rows] == list(splits["validation"])
+    assert [task.parse(r["prompt"]).id for r in val_rows][-1] == "wordle_val_0127"
+    test_rows = task.make_dataset("test", 2)
+    assert task.parse(test_rows[1]["prompt"]).id == "wordle_test_0001"
+    # The rows, their order and ids are the sample's whatever the seed; n takes the first n.
+    assert task.make_dataset("validation", 128, 7) == val_rows
+    assert task.make_dataset("train", 10, 1) == task.make_dataset("train", 640, 0)[:10]
 
 
 def test_dataset_arguments_are_checked(task: WordleTask) -> None:
@@ -117,7 +171,26 @@ def test_prompts_do_not_depend_on_the_answer(task: WordleTask) -> None:
     assert task.initial_messages(a) == task.initial_messages(b)
     assert task.hidden_values(a) == ["riser", "RISER"]
     assert "guess_word" in SYSTEM_PROMPT and "Current Knowledge" in SYSTEM_PROMPT
-    assert task.user_prompt(a).startswith("Guess the 5-letter word.")
+
+
+@pytest.mark.parametrize(
+    ("inner", "user_message"),
+    [
+        ({"answer": "riser"}, "Guess the 5-letter word"),
+        ({"answer": "riser", "prompt": "Guess the 5-letter word"}, "Guess the 5-letter word"),
+        ({"answer": "riser", "prompt": ""}, "Guess the 5-letter word"),
+        ({"answer": "riser", "prompt": "  \n"}, "Guess the 5-letter word"),
+        ({"answer": "riser", "prompt": None}, "Guess the 5-letter word"),
+        # Any other text is the user message exactly as given, spaces and all.
+        ({"answer": "riser", "prompt": " Play Wordle.\n"}, " Play Wordle.\n"),
+    ],
+)
+def test_user_message_is_the_rows_text_as_given(
+    task: WordleTask, inner: dict[str, Any], user_message: str
+) -> None:
+    messages = task.initial_messages(task.parse(json.dumps(inner)))
+    assert [m.role for m in messages] == ["system", "user"]
+    assert messages[1].content == user_message
 
 
 def test_system_prompt_example_is_a_real_reply_and_names_no_answer(task: WordleTask) -> None:
@@ -151,20 +224,10 @@ def _bad_policy() -> ScriptedPolicy:
     return replay_policy(replies, name="bad")
 
 
-def _template_vocabulary(task: WordleTask) -> set[str]:
-    """Words the task's own texts use (a leak check must not confuse them with the answer)."""
-    text = SYSTEM_PROMPT + task.user_prompt(task.parse(task.row("zzzzz")["prompt"]))
-    text += " Current Knowledge Correct Position Green In Word Wrong Yellow Not Gray Words Already"
-    text += " Guessed Guesses Remaining Note was already guessed repeating it used a guess is not"
-    text += " in the word list and was penalised Error not a valid guess must be exactly letters"
-    text += " This did not use up remaining Game over no left The Correct you solved it all green"
-    text += " unknown tool Available tools invalid arguments for Expected are JSON object field"
-    return {w.lower() for w in re.findall(r"[A-Za-z]+", text)}
-
-
-async def test_answer_never_visible_before_the_game_ends(task: WordleTask) -> None:
-    vocabulary = _template_vocabulary(task)
-    answers = [w for w in split_words()["validation"] if w not in vocabulary][:16]
+async def test_answer_never_visible_before_the_game_ends(
+    task: WordleTask, template_vocabulary: set[str]
+) -> None:
+    answers = [w for w in split_words()["validation"] if w not in template_vocabulary][:16]
     assert len(answers) == 16
     policies = {
         "expert": lambda i: task.expert(),
@@ -184,8 +247,8 @@ async def test_answer_never_visible_before_the_game_ends(task: WordleTask) -> No
             for m in visible:
                 assert not pattern.search(m.content or ""), (name, answer, m.content)
                 checked += 1
-            if traj.stop_reason == "done" and not traj.solved and traj.turns:
-                assert answer.upper() in traj.messages[-1].content  # the sixth miss reveals it
+            if traj.reward.outcome == "lost" and traj.reward.components["guesses_used"] == 6:
+                assert f"'{answer.upper()}'" in traj.messages[-1].content  # the sixth miss
     assert checked > 200
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from agentrft import Message, ScriptedPolicy, call
 from agentrft_wordle.entropy import PatternTable, pattern_table, row_entropies
 from agentrft_wordle.feedback import GRAY, GREEN, YELLOW, encode, letters_array, score_guess
-from agentrft_wordle.game import Knowledge
+from agentrft_wordle.game import MAX_GUESSES, Knowledge
 
 _FEEDBACK_LINE = re.compile(r"Guess \d+/\d+: ([A-Z]{5}) -> (.+)")
 _SOLVED_LINE = re.compile(r"Guess \d+/\d+: ([A-Z]{5}) — all green")
@@ -134,6 +134,19 @@ class WordleSolver:
 @lru_cache(maxsize=1)
 def default_solver() -> WordleSolver:
     return WordleSolver()
+
+
+def expert_opening(answer: str, k: int, solver: WordleSolver | None = None) -> tuple[str, ...]:
+    """The expert's first min(k, n - 1) guesses against `answer`, n being the guess on
+    which it solves (6 when it does not): a head start that never solves the game."""
+    s = solver or default_solver()
+    history: list[tuple[str, str]] = []
+    while len(history) < min(k, MAX_GUESSES - 1):
+        word = s.next_guess(history)
+        if word == answer:
+            break
+        history.append((word, score_guess(word, answer)))
+    return tuple(word for word, _ in history)
 
 
 def expert_policy(solver: WordleSolver | None = None) -> ScriptedPolicy:

@@ -8,6 +8,8 @@ elsewhere) and `X` (gray). The vectorised form encodes a pattern as one integer 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
+from functools import cached_property
 
 import numpy as np
 
@@ -18,6 +20,12 @@ N_PATTERNS = 243
 _STATE = {GRAY: 0, YELLOW: 1, GREEN: 2}
 _MARK = {v: k for k, v in _STATE.items()}
 _POW3 = np.array([1, 3, 9, 27, 81], dtype=np.uint8)
+# Row offsets of `AnswerPool._table`'s blocks.
+_NOT_AT, _AT_LEAST, _LACKING = 130, 260, 416
+
+
+def _index(letter: str) -> int:
+    return ord(letter) - ord("a")
 
 
 def score_guess(guess: str, answer: str) -> str:
@@ -137,6 +145,38 @@ class AnswerPool:
 
     def __len__(self) -> int:
         return len(self.words)
+
+    def admitting(
+        self,
+        at: Iterable[tuple[int, str]] = (),
+        not_at: Iterable[tuple[int, str]] = (),
+        at_least: Iterable[tuple[str, int]] = (),
+        lacking: Iterable[str] = (),
+    ) -> np.ndarray:
+        """Which words have letter c at position p for every (p, c) in `at`, not at p for
+        every pair in `not_at`, at least n copies of c for every (c, n) in `at_least`, and
+        no c of `lacking`: one gather and one reduction over a precomputed table."""
+        rows = [p * 26 + _index(c) for p, c in at]
+        rows += [_NOT_AT + p * 26 + _index(c) for p, c in not_at]
+        rows += [_AT_LEAST + _index(c) * 6 + min(n, 5) for c, n in at_least]
+        rows += [_LACKING + _index(c) for c in lacking]
+        if not rows:
+            return np.ones(len(self.words), dtype=bool)
+        return self._table[rows].all(axis=0)
+
+    @cached_property
+    def _table(self) -> np.ndarray:
+        """(442, n) bool: letter c at p (130 rows), not at p (130), at least k copies of c
+        for k = 0..5 (156), no c (26)."""
+        n = len(self.words)
+        is_at = np.zeros((5, 26, n), dtype=bool)
+        for p in range(5):
+            is_at[p, self.letters[:, p], np.arange(n)] = True
+        is_at = is_at.reshape(130, n)
+        at_least = self.counts.T[:, None, :] >= np.arange(6, dtype=np.uint8)[None, :, None]
+        return np.ascontiguousarray(
+            np.vstack([is_at, ~is_at, at_least.reshape(156, n), self.counts.T == 0])
+        )
 
     def codes(self, guess: str) -> np.ndarray:
         """Feedback codes (0..242) of `guess` against every word of the pool (read-only)."""

@@ -1,4 +1,11 @@
-"""The shipped word lists (generated from SCOWL by scripts/build_wordlists.py)."""
+"""The shipped word lists: the managed service's public sample's exact lists.
+
+`data/answers.txt` (1,923 possible answers) and `data/allowed_guesses.txt` (11,072 accepted
+guesses, every answer included) are the lists the sample ships, derived from SCOWL
+2020.12.07 (license in `data/SCOWL-COPYRIGHT.txt`). Shipping them, rather than a rebuild,
+gives the sample's answer distribution, first-guess entropies and dataset splits;
+`scripts/build_wordlists.py` rebuilds a list from SCOWL and prints how it differs.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,9 @@ from functools import lru_cache
 from importlib.resources import files
 
 from agentrft_wordle.feedback import AnswerPool
+
+ANSWERS_FILE = "answers.txt"
+ALLOWED_FILE = "allowed_guesses.txt"
 
 
 def _read(name: str) -> tuple[str, ...]:
@@ -16,13 +26,13 @@ def _read(name: str) -> tuple[str, ...]:
 @lru_cache(maxsize=1)
 def answer_words() -> tuple[str, ...]:
     """Possible answers, sorted (common words, no inflections, no offensive words)."""
-    return _read("answers.txt")
+    return _read(ANSWERS_FILE)
 
 
 @lru_cache(maxsize=1)
 def allowed_words() -> tuple[str, ...]:
     """Accepted guesses, sorted; every answer is one of them."""
-    return _read("allowed.txt")
+    return _read(ALLOWED_FILE)
 
 
 @lru_cache(maxsize=1)
