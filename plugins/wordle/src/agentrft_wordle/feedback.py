@@ -162,17 +162,17 @@ class AnswerPool:
         rows += [_LACKING + _index(c) for c in lacking]
         if not rows:
             return np.ones(len(self.words), dtype=bool)
-        return self._table[rows].all(axis=0)
+        return np.logical_and.reduce(self._table[rows], axis=0)
 
     @cached_property
     def _table(self) -> np.ndarray:
         """(442, n) bool: letter c at p (130 rows), not at p (130), at least k copies of c
         for k = 0..5 (156), no c (26)."""
         n = len(self.words)
-        is_at = np.zeros((5, 26, n), dtype=bool)
+        by_position = np.zeros((5, 26, n), dtype=bool)
         for p in range(5):
-            is_at[p, self.letters[:, p], np.arange(n)] = True
-        is_at = is_at.reshape(130, n)
+            by_position[p, self.letters[:, p], np.arange(n)] = True
+        is_at = by_position.reshape(130, n)
         at_least = self.counts.T[:, None, :] >= np.arange(6, dtype=np.uint8)[None, :, None]
         return np.ascontiguousarray(
             np.vstack([is_at, ~is_at, at_least.reshape(156, n), self.counts.T == 0])
