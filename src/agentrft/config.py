@@ -123,6 +123,17 @@ class LocalConfig(_Section):
         "The reference is the policy RL starts from: the warmed-up adapter after an SFT "
         "warm-up, `local.adapter` when given, else the base model.",
     )
+    format_credit: float = Field(
+        0.0,
+        ge=0,
+        description="Per-turn format shaping (0 = off): a reply whose tool call could not be "
+        "used (malformed JSON, unknown tool, bad arguments, cut off by max_tokens, text where "
+        "a call was expected) gets this much less advantage on its own tokens, relative to "
+        "the group's mean turn. The episode reward still decides everything else; this puts "
+        "the blame for a broken call on the reply that broke it (an episode-level advantage "
+        "spreads it over every turn), which keeps the tool-call format alive under RL. The "
+        "CPU preset uses 0.5.",
+    )
     drop_zero_variance_groups: bool = Field(
         False,
         description="Group admission: leave groups whose rewards are all equal (advantage 0) "

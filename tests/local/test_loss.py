@@ -293,3 +293,76 @@ def test_kl_reference_is_the_policy_rl_starts_from(tiny_156k):
     # The swap for the reference pass leaves the trained weights in place.
     assert any(not torch.equal(p, b) for p, b in zip(trainer.params, before, strict=True))
     assert trainer.step(seqs)["kl"] > 0
+
+
+def test_per_token_advantages_give_minus_a_t_m_over_n():
+    logp = _logprobs()
+    per_token = torch.arange(18, dtype=torch.float32).reshape(3, 6) / 10 - 0.8
+    scale = StepScale(tokens=int(MASK.sum()), sequences=3, max_completion_length=MAX_LEN)
+    out = policy_loss(LossInputs(logp, logp.detach(), per_token, MASK), LossSettings(), scale)
+    out.loss.backward()
+    torch.testing.assert_close(logp.grad, -per_token * MASK / MASK.sum(), rtol=1e-6, atol=1e-8)
+    # A (B, T) tensor equal in every column is the same as the (B,) advantage.
+    logp2 = logp.detach().clone().requires_grad_(True)
+    flat = ADV.unsqueeze(-1).expand(3, 6).contiguous()
+    _, grad_flat = _grad(LossSettings(), logp2, logp2.detach(), adv=flat)
+    _, grad_vec = _grad(LossSettings(), _logprobs(), _logprobs().detach())
+    torch.testing.assert_close(grad_flat, grad_vec)
+
+
+def test_turn_penalty_credit_is_centred_per_group_and_blames_the_faulty_turn():
+    from agentrft.backends.local.advantages import turn_penalty_credit
+
+    faults = [[True, False], [False], [False, False, False], [False]]
+    credit = turn_penalty_credit(faults, group_size=2, weight=0.5)
+    # Group 1: 3 turns, 1 faulty -> mean c = -1/3; faulty turn 0.5*(-1+1/3), others +1/6.
+    assert credit[0] == pytest.approx([0.5 * (-2 / 3), 0.5 / 3])
+    assert credit[1] == pytest.approx([0.5 / 3])
+    assert sum(credit[0]) + sum(credit[1]) == pytest.approx(0.0)  # centred
+    assert credit[2] == [0.0, 0.0, 0.0] and credit[3] == [0.0]  # no fault, no signal
+    with pytest.raises(ValueError, match="groups of 3"):
+        turn_penalty_credit(faults, group_size=3, weight=0.5)
+
+
+def test_turn_credit_lands_on_its_turns_tokens():
+    from agentrft.backends.local.sequences import trajectory_sequences
+    from agentrft.messages import Message
+    from agentrft.trajectory import Trajectory, Turn
+
+    a = Message(role="assistant", content="x")
+    turns = [
+        Turn(index=0, assistant=a, prompt_token_ids=[1, 2], completion_token_ids=[3, 4]),
+        Turn(index=1, assistant=a, prompt_token_ids=[1, 2, 3, 4, 5], completion_token_ids=[6]),
+    ]
+    traj = Trajectory(id="t", task="t", prompt="p", turns=turns)
+    (seq,) = trajectory_sequences(traj, 1.0, [-0.25, 0.5])
+    assert seq.token_ids == [1, 2, 3, 4, 5, 6] and seq.mask == [0, 0, 1, 1, 0, 1]
+    assert seq.token_advantages == [0.0, 0.0, 0.75, 0.75, 0.0, 1.5]
+    (plain,) = trajectory_sequences(traj, 1.0)
+    assert plain.token_advantages is None and plain.advantage == 1.0
+
+
+def test_trainer_per_token_advantages_align_with_the_tokens_they_score(tiny_156k):
+    from agentrft.backends.local.engine import make_trainer
+    from agentrft.backends.local.trainer import TrainSequence
+    from agentrft.config import Config
+
+    config = Config(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"dtype": "float64"})
+    ids = [*range(10, 30), 5, 6, 7]
+    mask = [0] * 20 + [1, 1, 1]
+
+    def step(seq: TrainSequence) -> list[torch.Tensor]:
+        trainer = make_trainer(config, tiny_156k, max_completion_length=8)
+        trainer.step([seq, TrainSequence([*range(10, 30), 8, 9], [0] * 20 + [1, 1], -1.0)])
+        return [p.detach().clone() for p in trainer.params]
+
+    scalar = step(TrainSequence(ids, mask, advantage=1.0))
+    same = step(TrainSequence(ids, mask, advantage=0.0, token_advantages=[1.0] * len(ids)))
+    for a, b in zip(scalar, same, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-15)
+    # Advantages on untrained positions (the prompt) change nothing; on a trained one, they do.
+    prompt_only = step(TrainSequence(ids, mask, 1.0, token_advantages=[9.0] * 20 + [1.0] * 3))
+    for a, b in zip(scalar, prompt_only, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-15)
+    moved = step(TrainSequence(ids, mask, 1.0, token_advantages=[1.0] * 22 + [-3.0]))
+    assert any(not torch.allclose(a, b) for a, b in zip(scalar, moved, strict=True))

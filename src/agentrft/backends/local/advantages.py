@@ -74,3 +74,25 @@ def compute_advantages(
             f"advantage_method {method!r} is unknown; available: {', '.join(sorted(ADVANTAGES))}"
         ) from None
     return fn(rewards, group_size, scale)
+
+
+def turn_penalty_credit(
+    faults: Sequence[Sequence[bool]], group_size: int, weight: float
+) -> list[list[float]]:
+    """Per-turn credit for a per-turn penalty (format shaping): for each rollout, one value
+    per turn, `weight * (c - mean_g c)` with c = -1 on a faulty turn and 0 otherwise, the
+    mean taken over every turn of the rollout's group.
+
+    Added to the rollout's advantage on that turn's tokens only, so the blame for a broken
+    tool call lands on the reply that broke it, not on the whole episode; centred, so a
+    group whose turns are all alike gets nothing.
+    """
+    if len(faults) % group_size:
+        raise ValueError(f"{len(faults)} rollouts do not split into groups of {group_size}")
+    out: list[list[float]] = []
+    for start in range(0, len(faults), group_size):
+        group = faults[start : start + group_size]
+        turns = [f for rollout in group for f in rollout]
+        mean = -sum(turns) / len(turns) if turns else 0.0
+        out.extend([weight * ((-1.0 if f else 0.0) - mean) for f in rollout] for rollout in group)
+    return out

@@ -24,10 +24,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentrft.backends.local.advantages import compute_advantages
+from agentrft.backends.local.advantages import compute_advantages, turn_penalty_credit
 from agentrft.backends.local.chat_tokens import TokenPolicy
 from agentrft.backends.local.engine import Engine
-from agentrft.backends.local.health import HealthMonitor, rollout_health
+from agentrft.backends.local.health import HealthMonitor, format_faults, rollout_health
 from agentrft.backends.local.run import RunDir, Tracker
 from agentrft.backends.local.sequences import trajectory_sequences
 from agentrft.backends.local.trainer import LoRATrainer
@@ -198,11 +198,17 @@ class GRPOLoop:
                 for g in range(0, len(trajs), cfg.group_size)
                 for _ in range(cfg.group_size)
             ]
+        credit: list[list[float] | None] = [None] * len(trajs)
+        if cfg.local.format_credit > 0:
+            faults = [format_faults(t) for t in trajs]
+            credit = list(turn_penalty_credit(faults, cfg.group_size, cfg.local.format_credit))
+            if cfg.local.drop_zero_variance_groups:  # a group with format signal is admitted
+                admitted = [ok or any(c != 0.0 for c in credit[i]) for i, ok in enumerate(admitted)]
         seqs = [
             s
-            for t, a, ok in zip(trajs, adv.values, admitted, strict=True)
+            for t, a, c, ok in zip(trajs, adv.values, credit, admitted, strict=True)
             if ok
-            for s in trajectory_sequences(t, a)
+            for s in trajectory_sequences(t, a, c)
         ]
         probe = self._probe_prompt(trajs) if cfg.local.sync_check else None
         probe_before = await self._probe_sample(probe) if probe else None

@@ -80,6 +80,34 @@ def _no_call_turns(t: Trajectory) -> set[int | None]:
     return {f.turn for f in t.failures if f.kind == FailureKind.NO_TOOL_CALL}
 
 
+#: Turn-level failure kinds of a reply whose tool call could not be used as written.
+FORMAT_FAULT_KINDS = frozenset(
+    {
+        *INVALID_CALL_KINDS,
+        FailureKind.TRUNCATED,
+        FailureKind.NO_TOOL_CALL,
+        FailureKind.EMPTY_REPLY,
+        FailureKind.PLAIN_TEXT_CALL,
+    }
+)
+
+
+def format_faults(t: Trajectory) -> list[bool]:
+    """Per turn of `t`: did the reply fail the tool-call format? (A malformed or unknown
+    call, bad arguments, a reply cut off by max_tokens, an empty reply, or text where a call
+    was expected, recovered or not.) A text task's text answer is not a fault."""
+    faulty = {f.turn for f in t.failures if f.kind in FORMAT_FAULT_KINDS}
+    return [
+        turn.index in faulty
+        or (
+            not turn.assistant.tool_calls
+            and bool(turn.assistant.content)
+            and bool(turn.tool_messages)
+        )
+        for turn in t.turns
+    ]
+
+
 @dataclass(frozen=True)
 class HealthRule:
     """Warn when `metric` is at or above `threshold` (or below, with `below=True`)."""

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class LossInputs:
-    """One micro-batch, shapes (B, T) except `advantages` (B,). All on one device."""
+    """One micro-batch, shapes (B, T) except `advantages`: (B,) for one advantage per
+    sequence, or (B, T) for one per token (per-turn credit). All on one device."""
 
     logprobs: Tensor  # current policy, with grad
     old_logprobs: Tensor  # behaviour policy, detached (== logprobs.detach() on-policy)
@@ -76,6 +77,12 @@ def register_normalization(name: str) -> Callable[[Normalization], Normalization
     return wrap
 
 
+def token_advantages(x: LossInputs) -> Tensor:
+    """The advantages as (B, T): a per-sequence (B,) tensor broadcast over its tokens."""
+    adv = x.advantages
+    return adv.unsqueeze(-1).expand_as(x.logprobs) if adv.dim() == 1 else adv
+
+
 @register_policy_loss("ppo")
 def ppo_loss(x: LossInputs, s: LossSettings) -> Tensor:
     """Clipped surrogate: `-min(r*A, clamp(r, clip_low, clip_high)*A)`."""
@@ -83,7 +90,7 @@ def ppo_loss(x: LossInputs, s: LossSettings) -> Tensor:
 
     ratio = torch.exp(x.logprobs - x.old_logprobs)
     clipped = torch.clamp(ratio, s.clip_low_threshold, s.clip_high_threshold)
-    adv = x.advantages.unsqueeze(-1)
+    adv = token_advantages(x)
     return -torch.min(ratio * adv, clipped * adv)
 
 
@@ -92,7 +99,7 @@ def importance_sampling_loss(x: LossInputs, s: LossSettings) -> Tensor:
     """Unclipped importance-weighted policy gradient: `-r*A`."""
     import torch
 
-    return -torch.exp(x.logprobs - x.old_logprobs) * x.advantages.unsqueeze(-1)
+    return -torch.exp(x.logprobs - x.old_logprobs) * token_advantages(x)
 
 
 @register_policy_loss("cispo")
@@ -102,7 +109,7 @@ def cispo_loss(x: LossInputs, s: LossSettings) -> Tensor:
 
     ratio = torch.exp(x.logprobs - x.old_logprobs)
     weight = torch.clamp(ratio, max=s.clip_high_threshold).detach()
-    return -weight * x.advantages.unsqueeze(-1) * x.logprobs
+    return -weight * token_advantages(x) * x.logprobs
 
 
 @register_normalization("dapo")
@@ -160,7 +167,7 @@ def policy_loss(x: LossInputs, settings: LossSettings, scale: StepScale) -> Loss
 
     with torch.no_grad():
         ratio = torch.exp(x.logprobs - x.old_logprobs)
-        adv = x.advantages.unsqueeze(-1).expand_as(ratio)
+        adv = token_advantages(x)
         low = ((ratio < settings.clip_low_threshold) & (adv < 0)).to(ratio.dtype)
         high = ((ratio > settings.clip_high_threshold) & (adv > 0)).to(ratio.dtype)
         metrics["clip_low_frac"] = _step_mean(low, x.mask, scale)

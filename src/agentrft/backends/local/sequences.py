@@ -12,6 +12,7 @@ mask marks each assistant message's ids (its end-of-turn token included).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from agentrft.backends.local.chat_tokens import ChatTokenizer
@@ -21,16 +22,26 @@ from agentrft.trajectory import Trajectory
 log = logging.getLogger(__name__)
 
 
-def trajectory_sequences(traj: Trajectory, advantage: float) -> list[TrainSequence]:
+def trajectory_sequences(
+    traj: Trajectory, advantage: float, turn_credit: Sequence[float] | None = None
+) -> list[TrainSequence]:
     """The episode's sampled turns as training sequences (one when the ids chain up).
 
-    Turns without token ids (a client that returns none) are skipped.
+    `turn_credit[t]`, when given, is added to `advantage` on turn t's sampled ids (per-turn
+    credit); the sequences then carry per-token advantages. Turns without token ids (a
+    client that returns none) are skipped.
     """
     seqs: list[TrainSequence] = []
     ids: list[int] = []
     mask: list[int] = []
     lps: list[float] = []
-    for turn in traj.turns:
+    advs: list[float] = []
+
+    def close() -> None:
+        per_token = advs if turn_credit is not None else None
+        seqs.append(TrainSequence(ids, mask, advantage, lps, token_advantages=per_token))
+
+    for t, turn in enumerate(traj.turns):
         prompt, completion = turn.prompt_token_ids, turn.completion_token_ids
         if not prompt or completion is None:
             continue
@@ -40,14 +51,16 @@ def trajectory_sequences(traj: Trajectory, advantage: float) -> list[TrainSequen
         chained = bool(ids) and len(prompt) >= len(ids) and prompt[: len(ids)] == ids
         if not chained:
             if ids:
-                seqs.append(TrainSequence(ids, mask, advantage, lps))
-            ids, mask, lps = [], [], []
+                close()
+            ids, mask, lps, advs = [], [], [], []
         extra = prompt[len(ids) :]
         ids = [*ids, *extra, *completion]
         mask = [*mask, *([0] * len(extra)), *([1] * len(completion))]
         lps = [*lps, *([0.0] * len(extra)), *logprobs]
+        credit = advantage + (turn_credit[t] if turn_credit is not None else 0.0)
+        advs = [*advs, *([0.0] * len(extra)), *([credit] * len(completion))]
     if ids:
-        seqs.append(TrainSequence(ids, mask, advantage, lps))
+        close()
     return seqs
 
 

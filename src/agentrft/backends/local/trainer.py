@@ -27,10 +27,14 @@ class TrainSequence:
     advantage: float = 0.0
     #: The sampler's logprob for each id (0.0 where mask is 0); diagnostics only.
     sampler_logprobs: list[float] = field(default_factory=list)
+    #: One advantage per id (per-turn credit), replacing `advantage` where given.
+    token_advantages: list[float] | None = None
 
     def __post_init__(self) -> None:
         if len(self.mask) != len(self.token_ids):
             raise ValueError("mask and token_ids differ in length")
+        if self.token_advantages is not None and len(self.token_advantages) != len(self.token_ids):
+            raise ValueError("token_advantages and token_ids differ in length")
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -135,6 +139,20 @@ def sequence_logprobs(
     picked = logits.gather(-1, targets[sel].unsqueeze(-1)).squeeze(-1)
     logp[sel] = picked - torch.logsumexp(logits, dim=-1)
     return logp, shifted
+
+
+def _advantages(batch: list[TrainSequence], logp: Any) -> Any:
+    """(B,) per-sequence advantages, or (B, T-1) aligned with `logp` when any sequence
+    carries per-token ones (position j of `logp` scores token j+1)."""
+    import torch
+
+    if all(s.token_advantages is None for s in batch):
+        return torch.tensor([s.advantage for s in batch], device=logp.device, dtype=logp.dtype)
+    adv = torch.zeros(logp.shape, device=logp.device, dtype=logp.dtype)
+    for i, s in enumerate(batch):
+        per_token = s.token_advantages or [s.advantage] * len(s.token_ids)
+        adv[i, : len(per_token) - 1] = torch.tensor(per_token[1:], dtype=logp.dtype)
+    return adv
 
 
 #: Shared heads shorter than this are not worth a separate forward pass.
@@ -287,7 +305,7 @@ class LoRATrainer:
         for start in range(0, len(order), self.micro_batch_size):
             batch = batches[start // self.micro_batch_size]
             logp, mask = sequence_logprobs(self.model, batch, self.temperature, self.pad_id)
-            adv = torch.tensor([s.advantage for s in batch], device=logp.device)
+            adv = _advantages(batch, logp)
             ref = reference[start // self.micro_batch_size] if reference else None
             out = policy_loss(
                 LossInputs(
