@@ -71,7 +71,7 @@ REFUSED = [
     "https://job-runtime.sagemaker.us-east-1.amazonaws.com",
     # plain http to the real host
     "http://job-runtime.sagemaker.us-east-1.api.aws",
-    "HTTPS://JOB-RUNTIME.SAGEMAKER.US-EAST-1.API.AWS",
+    "HTTP://JOB-RUNTIME.SAGEMAKER.US-EAST-1.API.AWS",
     # the instance-metadata and container-credential addresses
     "http://169.254.169.254",
     "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
@@ -95,9 +95,13 @@ REFUSED = [
     "https://job-runtime.sagemaker.us-east-1.api.aws\n@evil.invalid",
     "https://job-runtime.sagemaker.us-east-1.api.aws\r\nHost: evil.invalid",
     "https://job-runtime.sagemaker.us-east-1.api.aws%2f@evil.invalid",
-    # look-alike letters (case folding maps them to ASCII) and IDNA
+    # look-alike letters (case folding maps them to ASCII) and IDNA; upper case around them
     "https://job-runtime.\u017fagemaker.us-east-1.api.aws",
     "https://job-runtime.sagemaker.us-east-1.api.aw\u0455",
+    "https://job-runtime.sagema\u212aer.us-east-1.api.aws",  # Kelvin sign: lower() gives k
+    "HTTPS://JOB-RUNTIME.SAGEMA\u212aER.US-EAST-1.API.AWS",
+    "HTTPS://JOB-RUNTIME.\u017fAGEMAKER.US-EAST-1.API.AWS",
+    "http://LOCALHOST\u212a:8080",
     "https://xn--job-runtime-xyz.sagemaker.us-east-1.api.aws",
     # loopback look-alikes
     "http://127.0.0.1.evil.invalid",
@@ -124,6 +128,23 @@ def test_every_other_endpoint_is_refused(endpoint: str) -> None:
     assert p.endpoint is None and not p.can_play and not p.can_report
     assert any("nothing was sent" in problem for problem in p.problems)
     assert "hunter2" not in " ".join(p.problems)
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        "HTTPS://JOB-RUNTIME.SAGEMAKER.US-EAST-1.API.AWS",
+        "https://Job-Runtime.SageMaker.us-east-1.api.aws/",
+        "https://job-runtime.BETA.sagemaker.us-west-2.API.AWS:443",
+        "http://LOCALHOST:8080",
+    ],
+)
+def test_upper_case_hosts_are_allowed_and_used_lower_cased(endpoint: str) -> None:
+    # Host names are case-insensitive: the same host, so the same answer; the requests
+    # then go to one spelling of it.
+    assert endpoint_allowed(endpoint, {})
+    p = parse_payload(_payload(endpoint), {"AWS_REGION": "us-east-1"})
+    assert p.endpoint == endpoint.lower().rstrip("/") and p.can_play and not p.problems
 
 
 def test_the_operators_endpoint_is_allowed_exactly() -> None:

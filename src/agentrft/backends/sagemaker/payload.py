@@ -47,7 +47,8 @@ TRAJECTORY_HEADER = "X-Amzn-SageMaker-Trajectory-Id"
 
 #: The only hosts that get credentials: the job runtime (stage like `beta`, region like
 #: `us-gov-west-1`), https, no user info, port 443 at most, no path. ASCII classes only, no
-#: IGNORECASE: case folding would let `ſ` (long s) or `K` (Kelvin) stand in for a letter.
+#: IGNORECASE: case folding would let `ſ` (long s) or `K` (Kelvin) stand in for a letter
+#: (an all-ASCII endpoint is lower-cased before it is matched; see `_ascii_lower`).
 _JOB_RUNTIME_ENDPOINT = re.compile(
     r"https://job-runtime(?:\.[a-z][a-z0-9]{0,15})?\.sagemaker\."
     r"[a-z]{2,4}(?:-[a-z]+)+-[0-9]{1,2}\.api\.aws(?::443)?/?"
@@ -128,6 +129,17 @@ def endpoint_allowed(endpoint: str, environ: Mapping[str, str] | None = None) ->
     operator = (env.get(ENDPOINT_ENV) or "").strip().rstrip("/")
     if operator and endpoint.rstrip("/") == operator:
         return True
+    return _known_shape(_ascii_lower(endpoint))
+
+
+def _ascii_lower(endpoint: str) -> str:
+    """`endpoint` lower-cased if it is all ASCII (host names are case-insensitive). A
+    non-ASCII letter is kept as it is: the Kelvin sign lower-cases to `k`, and must still
+    be refused."""
+    return endpoint.lower() if endpoint.isascii() else endpoint
+
+
+def _known_shape(endpoint: str) -> bool:
     return bool(_JOB_RUNTIME_ENDPOINT.fullmatch(endpoint) or _LOOPBACK_ENDPOINT.fullmatch(endpoint))
 
 
@@ -198,6 +210,8 @@ def parse_payload(raw: Any, environ: Mapping[str, str] | None = None) -> Rollout
         out.problems.append("no region: set metadata.region or AWS_REGION")
     if out.endpoint:
         out.endpoint = out.endpoint.rstrip("/")
+        if _known_shape(_ascii_lower(out.endpoint)):
+            out.endpoint = _ascii_lower(out.endpoint)  # one spelling for every request
         # Checked whatever its source: a payload's metadata.region shapes the default too.
         if not endpoint_allowed(out.endpoint, env):
             out.problems.append(
