@@ -19,6 +19,7 @@ import io
 import json
 import logging
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -67,13 +68,49 @@ def _bounded_int(digits: str) -> int:
     return int(digits)
 
 
+_ROW_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_int=_bounded_int)
+_TOO_DEEP = "nests too deeply to parse (about 1,000 levels at most)"
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
 def loads_json(text: str) -> Any:
     """`json.loads` for rows: a repeated key or an over-long integer raises `ValueError`
     with a readable message, and so does nesting past Python's recursion limit."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys, parse_int=_bounded_int)
+        return _ROW_DECODER.decode(text)
     except RecursionError:
-        raise _RowJSONError("nests too deeply to parse (about 1,000 levels at most)") from None
+        raise _RowJSONError(_TOO_DEEP) from None
+
+
+def _row_at_fault(text: str) -> str | None:
+    """For a JSON array that `loads_json` refused with `_RowJSONError`: "row N (line L)
+    <why>" for the first element at fault, found by decoding the elements one by one
+    (only on this error path). None if `text` is not an array or no element is at fault."""
+
+    def skip_space(pos: int) -> int:
+        match = _JSON_SPACE.match(text, pos)
+        return match.end() if match else pos
+
+    pos = skip_space(0)
+    if not text.startswith("[", pos):
+        return None
+    pos = skip_space(pos + 1)
+    row = 0
+    while pos < len(text) and text[pos] != "]":
+        row += 1
+        where = f"row {row} (line {text.count(chr(10), 0, pos) + 1})"
+        try:
+            _, pos = _ROW_DECODER.raw_decode(text, pos)
+        except _RowJSONError as exc:
+            return f"{where} {exc}"
+        except RecursionError:
+            return f"{where} {_TOO_DEEP}"
+        except json.JSONDecodeError:
+            return None
+        pos = skip_space(pos)
+        if text.startswith(",", pos):
+            pos = skip_space(pos + 1)
+    return None
 
 
 def detect_format(path: str | Path, fmt: str | None = None) -> str:
@@ -179,14 +216,16 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def _read_json(path: Path) -> list[dict[str, Any]]:
     with _open_text(path) as fh:
-        try:
-            value = loads_json(fh.read())
-        except json.JSONDecodeError as exc:
-            raise DatasetError(
-                f"{path} is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
-            ) from None
-        except _RowJSONError as exc:
-            raise DatasetError(f"{path} {exc}") from None
+        text = fh.read()
+    try:
+        value = loads_json(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            f"{path} is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
+        ) from None
+    except _RowJSONError as exc:
+        row = _row_at_fault(text)
+        raise DatasetError(f"{path}: {row}" if row else f"{path} {exc}") from None
     if not isinstance(value, list):
         raise DatasetError(
             f"{path} must hold a JSON array of objects, got {type(value).__name__}; "

@@ -121,17 +121,34 @@ def append_trajectories(trajectories: Iterable[Trajectory], path: str | Path) ->
             fh.write(trajectory_line(t))
 
 
+class TrajectoryFileError(ValueError):
+    """A trajectories file holds a line that is not a trajectory; the message names the
+    file, the line and what to do."""
+
+
 def read_trajectories(path: str | Path) -> Iterator[Trajectory]:
-    """Read JSONL written by `write_trajectories`; a bad line fails with its number."""
+    """Read JSONL written by `write_trajectories`.
+
+    A line that is not UTF-8, not JSON or not a trajectory raises `TrajectoryFileError`
+    naming the file and the line (blank lines are skipped).
+    """
     path = Path(path)
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
+    # Bytes, decoded line by line: a bad byte is then reported with its line, and a newline
+    # byte never occurs inside a UTF-8 character, so the split is exact.
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
                 continue
             try:
-                yield Trajectory.model_validate(json.loads(line))
-            except Exception as exc:
-                raise ValueError(
-                    f"{path}: line {lineno} is not a trajectory ({type(exc).__name__}: "
-                    f"{str(exc).splitlines()[0]})"
+                trajectory = Trajectory.model_validate(json.loads(raw.decode("utf-8")))
+            except (ValueError, RecursionError) as exc:  # UTF-8, JSON and pydantic errors
+                if isinstance(exc, UnicodeDecodeError):
+                    why = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+                else:
+                    why = f"not a trajectory ({type(exc).__name__}: {str(exc).splitlines()[0]})"
+                raise TrajectoryFileError(
+                    f"{path}: line {lineno} is {why}; the file must hold one JSON trajectory "
+                    "per line, as `agentrft eval --trajectories` and `play --save` write it "
+                    "(delete or repair that line)"
                 ) from None
+            yield trajectory

@@ -48,6 +48,8 @@ def deep(n: int = 100_000, open_: str = "[", close: str = "]") -> str:
 
 LONG_INT = "7" * 5000  # past Python's 4300-digit int/str conversion limit
 NUMBER_ROW = json.dumps({"prompt": json.dumps({"secret": 3, "low": 1, "high": 9})})
+#: One good trajectories-file line; a bad line after it must be named by its number.
+TRAJECTORY_LINE = json.dumps({"id": "t1", "task": "find_number", "prompt": "p"}).encode() + b"\n"
 
 
 def binary(n: int = 4096, seed: int = 7) -> bytes:
@@ -238,7 +240,12 @@ CASES: list[Bad] = [
     _data("data-json-array-of-str", b'["a"]', "in.json"),
     _data("data-json-deep", deep().encode(), "in.json"),
     _data("data-json-long-int", f'[{{"prompt": "a", "x": {LONG_INT}}}]'.encode(), "in.json"),
-    _data("data-json-duplicate-key", b'[{"prompt": "a", "prompt": "b"}]', "in.json"),
+    _data(
+        "data-json-duplicate-key",
+        b'[{"prompt": "a"},\n {"prompt": "b", "prompt": "c"}]',
+        "in.json",
+        names="in.json: row 2 (line 2) repeats the key 'prompt'",
+    ),
     _data("data-csv-empty", b"", "in.csv"),
     _data("data-csv-header-only", b"prompt\n", "in.csv"),
     _data("data-csv-blank-header", b",\na,b\n", "in.csv"),
@@ -388,6 +395,20 @@ CASES: list[Bad] = [
     Bad("replay-empty", "replay {f}", b"", name="t.jsonl"),
     Bad("replay-not-trajectories", "replay {f}", b'{"a": 1}\n', name="t.jsonl"),
     Bad("replay-deep", "replay {f}", deep().encode() + b"\n", name="t.jsonl"),
+    Bad(
+        "replay-torn-line-named",
+        "replay {f}",
+        TRAJECTORY_LINE + b'{"id": "t2", "task": "find_',
+        name="t.jsonl",
+        names="t.jsonl: line 2 is not a trajectory (JSONDecodeError",
+    ),
+    Bad(
+        "replay-binary-line-named",
+        "replay {f}",
+        TRAJECTORY_LINE + TRAJECTORY_LINE + b"\xff\xfe\n",
+        name="t.jsonl",
+        names="t.jsonl: line 3 is not UTF-8 text",
+    ),
     Bad("config-format-bogus", "config show --format xml", names="xml", usage=True),
     Bad("train-resume-missing", "train --task {task} --resume {dir}/nope --dry-run", names="nope"),
     Bad(
@@ -437,6 +458,14 @@ CASES: list[Bad] = [
         "cost estimate --steps 1 --trajectories {f}",
         binary(),
         name="t.jsonl",
+        real=True,
+    ),
+    Bad(
+        "cost-trajectories-bad-line",
+        "cost estimate --steps 1 --trajectories {f}",
+        TRAJECTORY_LINE + b"not json\n",
+        name="t.jsonl",
+        names="t.jsonl: line 2 is not a trajectory",
         real=True,
     ),
     Bad("runtime-serve-unknown-task", "runtime serve --task nope", names="nope", real=True),
@@ -852,3 +881,23 @@ if __name__ == "__main__":
     parser.add_argument("--timeout", type=float, default=60.0)
     args = parser.parse_args()
     sys.exit(_tally(args.src, args.only, args.timeout))
+
+
+def test_every_trajectory_reader_names_the_file_and_line(tmp_path: Path) -> None:
+    from agentrft.backends.sagemaker.aws import SageMakerError
+    from agentrft.backends.sagemaker.cost import profile_from_files
+    from agentrft.trajectory import TrajectoryFileError, read_trajectories
+
+    path = tmp_path / "t.jsonl"
+    for bad, why in [
+        (b"{oops\n", r"line 3 is not a trajectory \(JSONDecodeError: "),
+        (b'{"id": "\xe2\x82"}\n', r"line 3 is not UTF-8 text \(invalid continuation byte"),
+        (b'{"id": 5}\n', r"line 3 is not a trajectory \(ValidationError: "),
+        (deep().encode() + b"\n", r"line 3 is not a trajectory \(RecursionError: "),
+    ]:
+        path.write_bytes(TRAJECTORY_LINE + b"\n" + bad)  # a blank line counts as a line
+        with pytest.raises(TrajectoryFileError, match=rf"t\.jsonl: {why}.*repair that line"):
+            list(read_trajectories(path))
+        with pytest.raises(SageMakerError, match=rf"t\.jsonl: {why}") as info:
+            profile_from_files([path])
+        assert "\n" not in str(info.value) and len(str(info.value)) < 400

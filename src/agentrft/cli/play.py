@@ -109,15 +109,13 @@ def replay(
 ) -> None:
     """Re-print stored trajectories exactly as `play` shows them."""
     from agentrft.render import render_trajectory
-    from agentrft.trajectory import read_trajectories
+    from agentrft.trajectory import TrajectoryFileError, read_trajectories
 
     if not file.is_file():
         raise CliError(f"trajectory file {file} does not exist")
     try:
         trajectories = list(read_trajectories(file))
-    except UnicodeDecodeError as exc:
-        raise CliError(f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except ValueError as exc:
+    except TrajectoryFileError as exc:  # it names the file, the line and the fix
         raise CliError(str(exc)) from None
     if not trajectories:
         raise CliError(f"{file} holds no trajectories")

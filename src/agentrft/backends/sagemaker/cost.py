@@ -136,27 +136,16 @@ def profile_from_trajectories(trajectories: Iterable[Trajectory], source: str = 
 
 
 def profile_from_files(paths: Iterable[str | Path]) -> TokenProfile:
-    from agentrft.trajectory import read_trajectories
+    from agentrft.trajectory import TrajectoryFileError, read_trajectories
 
     paths = [Path(p) for p in paths]
     for p in paths:
         if not p.is_file():
             raise SageMakerError(f"trajectory file {p} does not exist")
-
-    def all_trajectories() -> Iterable[Trajectory]:
-        for p in paths:
-            try:
-                yield from read_trajectories(p)
-            except UnicodeDecodeError as exc:  # read_trajectories lets it out unnamed
-                raise SageMakerError(
-                    f"trajectory file {p} is not UTF-8 text ({exc.reason})"
-                ) from None
-
+    trajectories = (t for p in paths for t in read_trajectories(p))
     try:
-        return profile_from_trajectories(all_trajectories(), ", ".join(map(str, paths)))
-    except ValueError as exc:
-        if isinstance(exc, SageMakerError):
-            raise
+        return profile_from_trajectories(trajectories, ", ".join(map(str, paths)))
+    except TrajectoryFileError as exc:  # it names the file and the line
         raise SageMakerError(str(exc)) from None
 
 
