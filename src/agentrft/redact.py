@@ -15,15 +15,18 @@ What counts as a secret:
   back cannot put it in a trajectory.
 
 Writers: trajectory JSONL (`agentrft.trajectory`), evaluation reports
-(`agentrft.evaluation.write_report`), the local run's config.yaml, run.json and MLflow params.
+(`agentrft.evaluation.write_report`), the local run's config.yaml, run.json and MLflow params;
+log records, through `ScrubFilter` on the CLI's and the runtime app's log handlers.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import threading
+import traceback
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -44,6 +47,18 @@ _CREDENTIAL = (
 _CREDENTIAL_NAME = re.compile(rf"(?:^|[^a-z]){_CREDENTIAL}(?:$|[^a-z])", re.IGNORECASE)
 _FLAG = re.compile(rf"^--?[\w-]*{_CREDENTIAL}$", re.IGNORECASE)
 _VALUE = r"(?!\*\*\*)[^\s\"',;&\\]"  # a credential value in text (never one already scrubbed)
+#: In text, names that say outright that a secret follows: any value after them goes.
+_SURE_CREDENTIAL = (
+    r"(?:api[_-]?key|access[_-]?key|secret[_-]?key|client[_-]?secret|private[_-]?key"
+    r"|password|passwd|authorization"
+    r"|(?<![a-z])(?:access|refresh|auth|api|id|session|bearer|oauth|csrf|hf|gh|github)[_-]?token)"
+)
+#: Credential words that prose uses too ("next token: found", "signature: mine"): only a
+#: value that looks like a secret goes, by the rule for Bearer tokens (a digit and 8+
+#: characters, or 24+). Every failed try stops within 24 characters, so scrubbing stays
+#: linear in the text's length.
+_PROSE_CREDENTIAL = r"(?:token|cookie|credentials?|signature)"
+_SECRET_LOOKING = rf"(?:(?={_VALUE}*\d){_VALUE}{{8,}}|{_VALUE}{{24,}})"
 # A query parameter's name: it stops at the next separator (`?`, `&`, `;`), so a text full of
 # separators is scanned once, not once per separator (that made long replies quadratic).
 _PARAM_NAME = r"[^=&#;?\s\"'\\]"
@@ -69,7 +84,16 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # api_key=VALUE, password: VALUE, "hf_token": "VALUE"
     (
         re.compile(
-            rf"({_CREDENTIAL}[\"']?\s*[:=]\s*[\"']?)(?!(?:Bearer|Basic)\s){_VALUE}{{4,}}", re.I
+            rf"({_SURE_CREDENTIAL}[\"']?\s*[:=]\s*[\"']?)(?!(?:Bearer|Basic)\s){_VALUE}{{4,}}",
+            re.I,
+        ),
+        r"\1***",
+    ),
+    # token: VALUE, signature=VALUE, when VALUE looks like a secret
+    (
+        re.compile(
+            rf"({_PROSE_CREDENTIAL}[\"']?\s*[:=]\s*[\"']?)(?!(?:Bearer|Basic)\s){_SECRET_LOOKING}",
+            re.I,
         ),
         r"\1***",
     ),
@@ -230,3 +254,29 @@ def _holds_redacted(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return any(_holds_redacted(v) for v in value)
     return False
+
+
+class ScrubFilter(logging.Filter):
+    """A log-handler filter that scrubs each record before it is written: the formatted
+    message (its args merged in, so a secret split between format and args is caught too),
+    the exception text and the stack text.
+
+    Put it on handlers, not loggers: a logger's filters skip records propagated from its
+    children, a handler's see every record it writes. The record is changed in place, so
+    handlers after this one see the scrubbed text as well.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        secrets = secret_values()
+        try:
+            message = record.getMessage()
+        except Exception:  # bad format args: logging would print its own error instead
+            message = f"{record.msg} {record.args!r}"
+        record.msg, record.args = scrub_text(message, secrets), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+        if record.exc_text:
+            record.exc_text = scrub_text(record.exc_text, secrets)
+        if record.stack_info:
+            record.stack_info = scrub_text(record.stack_info, secrets)
+        return True

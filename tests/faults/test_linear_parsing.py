@@ -213,7 +213,17 @@ def test_expense_report_blocks_match_the_old_pattern() -> None:
         assert tagged_blocks(text) == old.findall(text), repr(text)
 
 
-@pytest.mark.parametrize("text", ["?" * SIZE, "?api" * (SIZE // 4), "&token" * (SIZE // 6)])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "?" * SIZE,
+        "?api" * (SIZE // 4),
+        "&token" * (SIZE // 6),
+        # a prose credential word before values that never look like secrets
+        ("token: " + "a" * 23 + " ") * (SIZE // 31),
+        "token:1 " * (SIZE // 8),
+    ],
+)
 def test_secret_scrubbing_of_a_long_reply_is_linear(tmp_path, text):
     """Every written trajectory line goes through the scrubber: a query-parameter pattern
     whose name could run past the next separator took 15 s on 20 KB of `?` (minutes at

@@ -192,8 +192,18 @@ async def test_local_training_run_writes_no_secret(
         ('{"password": "hunter22"}', '{"password": "***"}'),
         (f"id {AWS_KEY_ID}", "id ***"),
         ("key sk-proj-abcdefghijklmnop1234", "key ***"),
+        ("token: abc12345xyz and signature=0123456789abcdef", "token: *** and signature=***"),
+        ("access_token: found; HF_TOKEN=hf_abc", "access_token: ***; HF_TOKEN=***"),
+        ("cookie: session=abc123def", "cookie: ***"),
+        ("token: " + "x" * 30, "token: ***"),  # long enough to be a key without a digit
         # Not secrets: ordinary words near credential-like names stay.
         ("max_tokens: 40, prompt_token_ids", "max_tokens: 40, prompt_token_ids"),
+        ("next token: found the word", "next token: found the word"),
+        (
+            "token: 40, signature: mine, credentials: none",
+            "token: 40, signature: mine, credentials: none",
+        ),
+        ("valid_token: found", "valid_token: found"),
         ("the secret word is crane; Bearer tokens", "the secret word is crane; Bearer tokens"),
         (
             "postgres://u@h/db and s3://b/k?versionId=3",

@@ -25,6 +25,7 @@ from agentrft.cli import dataset as dataset_cmd
 from agentrft.cli import reward as reward_cmd
 from agentrft.cli.errors import debug_from_env, error_console, handle_errors, state
 from agentrft.cli.jobs import eval_, train
+from agentrft.cli.logs import configure_logging
 from agentrft.cli.play import play, replay
 from agentrft.cli.tasks import tasks
 
@@ -48,6 +49,15 @@ def _root(
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks instead of one-line errors.")
     ] = False,
+    verbose: Annotated[
+        int,
+        typer.Option(
+            "--verbose",
+            "-v",
+            count=True,
+            help="Show agentrft's info log lines (-vv: debug too); secrets are scrubbed.",
+        ),
+    ] = 0,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
@@ -56,6 +66,7 @@ def _root(
     """Reinforcement fine-tuning of multi-turn, tool-using LLM agents, locally or on Amazon
     SageMaker AI."""
     state.debug = debug or debug_from_env()  # per invocation (tests run many in one process)
+    configure_logging(verbose)
 
 
 def create_app(*, plugins: bool = True) -> typer.Typer:

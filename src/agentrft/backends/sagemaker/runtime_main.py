@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Any
 
+from agentrft.redact import ScrubFilter
+
 TASK_ENV = "AGENTRFT_TASK"
 REWARD_ENV = "AGENTRFT_REWARD"
 BIND_ALL_ENV = "AGENTRFT_BIND_ALL"
@@ -54,6 +56,7 @@ def serve_forever(
 
     _configure_logging()
     app = load_app(task, reward)
+    _scrub_log_handlers()  # building the app gave bedrock_agentcore its handler
     bind = resolve_host(host)
     logging.getLogger("agentrft.runtime").info(
         "serving task %r on http://%s:%d (POST /invocations, GET /ping)", task, bind, port
@@ -84,11 +87,20 @@ def _configure_logging() -> None:
     if not ours.handlers:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.addFilter(ScrubFilter())
         ours.addHandler(handler)
         ours.setLevel(logging.INFO)
         ours.propagate = False
     for noisy in ("httpx", "httpcore", "openai", "botocore", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _scrub_log_handlers() -> None:
+    """Every handler that writes this process's records scrubs them first (`ScrubFilter`)."""
+    names = ("", "agentrft", "bedrock_agentcore", "bedrock_agentcore.app")
+    for handler in {h for name in names for h in logging.getLogger(name).handlers}:
+        if not any(isinstance(f, ScrubFilter) for f in handler.filters):
+            handler.addFilter(ScrubFilter())
 
 
 if __name__ == "__main__":
