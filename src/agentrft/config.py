@@ -245,10 +245,11 @@ class SageMakerConfig(_Section):
     )
     tags: dict[str, str] = Field(default_factory=dict)
     send_hyperparameters: Literal["all", "set"] = Field(
-        "all",
-        description="all: send every shared hyperparameter, so a config means the same on "
-        "both backends; set: only those set in the config or flags, leaving the rest to the "
-        "base model's recipe defaults (the SDK's behaviour; gpt-oss-20b's differ).",
+        "set",
+        description="set: send only the hyperparameters the config file, --set or a flag "
+        "set, leaving the rest to the base model's recipe defaults, which depend on the "
+        "model (learning_rate 1e-5 for gpt-oss-20b, 4e-5 for others; the SageMaker SDK's "
+        "behaviour). all: send every shared hyperparameter, agentrft's defaults included.",
     )
     evaluation_s3_uri: str | None = Field(
         None, description="Rows for evaluation jobs (default: validation_s3_uri)."

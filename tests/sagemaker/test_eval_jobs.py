@@ -155,7 +155,10 @@ def test_runs_one_job_at_a_time_and_tabulates_pass_at_k() -> None:
     assert [o.status for o in outcomes] == ["Completed", "Completed"]
     docs = [json.loads(c["JobConfigDocument"]) for c in created]
     base, trained = docs
-    assert set(base["EvaluationConfig"]["HyperParameters"]) == set(facts.EVALUATION_HYPERPARAMETERS)
+    # Only what the config set (eval.samples_per_row, pass_k_values) and the run's temperature.
+    assert set(base["EvaluationConfig"]["HyperParameters"]) == {
+        "eval_group_size", "pass_k_values", "temperature"
+    }  # fmt: skip
     assert base["EvaluationConfig"]["HyperParameters"]["temperature"] == "1.0"
     assert trained["EvaluationConfig"]["HyperParameters"]["temperature"] == "0.7"
     assert base["EvaluationConfig"]["HyperParameters"]["eval_group_size"] == "8"

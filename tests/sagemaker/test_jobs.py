@@ -188,7 +188,11 @@ def test_train_submits_the_contract_request_through_the_stubbed_client() -> None
     )
     out, buf = console()
     result = SageMakerBackend().train(
-        FindNumberTask(), config(), console=out, aws=s.aws, skip_preflight=True
+        FindNumberTask(),
+        config(send_hyperparameters="all"),
+        console=out,
+        aws=s.aws,
+        skip_preflight=True,
     )
     s.assert_done()
     assert result.job_arn == job_arn("agentrft-find-number-1")
@@ -215,8 +219,8 @@ def test_train_submits_the_contract_request_through_the_stubbed_client() -> None
         "MlflowExperimentName": "agentrft-find_number",
         "MlflowRunName": "agentrft-find-number-1",
     }
-    hps = training["HyperParameters"]
-    assert all(isinstance(v, str) for v in hps.values())
+    hps = training["HyperParameters"]  # send_hyperparameters=all: agentrft's 22 defaults
+    assert len(hps) == 22 and all(isinstance(v, str) for v in hps.values())
     assert hps["global_batch_size"] == "128" and hps["group_size"] == "8"
     assert hps["learning_rate"] == "4e-05" and hps["loss_fn"] == "ppo"
     assert hps["pass_k_values"] == "[1, 2, 4, 8, 16, 32]"
@@ -226,7 +230,7 @@ def test_train_submits_the_contract_request_through_the_stubbed_client() -> None
     )
 
 
-def test_dry_run_prints_a_request_that_botocore_accepts_and_creates_nothing() -> None:
+def test_dry_run_with_lookups_prints_a_request_botocore_accepts_and_creates_nothing() -> None:
     s = stubbed_aws(REGION)
     expect_resolution(s, checkpoint_exists=False, create=False)
     out, buf = console()
@@ -234,6 +238,7 @@ def test_dry_run_prints_a_request_that_botocore_accepts_and_creates_nothing() ->
         FindNumberTask(),
         config(extra_hyperparameters={"max_steps_off_policy": "3"}),
         dry_run=True,
+        lookups=True,
         console=out,
         aws=s.aws,
     )
@@ -264,15 +269,15 @@ def test_offline_dry_run_needs_no_credentials(monkeypatch: pytest.MonkeyPatch) -
     validate_request("CreateJob", result.request)
     doc = json.loads(result.request["JobConfigDocument"])
     assert doc["TrainingConfig"]["BaseModelArn"] == BASE_ARN  # region taken from the runtime ARN
-    assert "<account>" in doc["ModelPackageConfig"]["OutputModelPackageGroupArn"]
+    assert doc["ModelPackageConfig"]["OutputModelPackageGroupArn"] == OUT_GROUP  # role's account
     assert "offline" in buf.getvalue()
 
 
 def test_send_only_set_hyperparameters_leaves_the_rest_to_the_recipe() -> None:
-    cfg = load_config(values={"max_steps": 100, "sagemaker.send_hyperparameters": "set"})
-    hps = training_hyperparameters(cfg, only_set=True)
-    assert hps == {"max_steps": "100"}
-    assert len(training_hyperparameters(cfg)) > 20
+    cfg = load_config(values={"max_steps": 100})
+    assert cfg.sagemaker.send_hyperparameters == "set"  # the default
+    assert training_hyperparameters(cfg) == {"max_steps": "100"}
+    assert len(training_hyperparameters(cfg, only_set=False)) == 22
 
 
 def test_missing_inputs_name_every_flag() -> None:
@@ -302,7 +307,7 @@ def test_recipe_specs_reject_a_value_the_table_allows() -> None:
     cfg = config()
     cfg.learning_rate = 5e-3
     with pytest.raises(SageMakerError, match=r"learning_rate=0\.005 is above the recipe's maximum"):
-        SageMakerBackend().train(FindNumberTask(), cfg, dry_run=True, aws=s.aws)
+        SageMakerBackend().train(FindNumberTask(), cfg, dry_run=True, lookups=True, aws=s.aws)
 
 
 def test_base_model_without_an_mtrl_recipe_is_refused() -> None:
@@ -313,7 +318,7 @@ def test_base_model_without_an_mtrl_recipe_is_refused() -> None:
                                        "SmtjRecipeTemplateS3Uri": "s3://x/y"}]),
     )  # fmt: skip
     with pytest.raises(SageMakerError, match="no multi-turn RL"):
-        SageMakerBackend().train(FindNumberTask(), config(), dry_run=True, aws=s.aws)
+        SageMakerBackend().train(FindNumberTask(), config(), dry_run=True, lookups=True, aws=s.aws)
 
 
 def test_unknown_base_model_says_how_to_list_models() -> None:
@@ -321,7 +326,7 @@ def test_unknown_base_model_says_how_to_list_models() -> None:
     s["sagemaker"].add_client_error("describe_hub_content", "ResourceNotFound", "not found")
     with pytest.raises(SageMakerError, match="list-hub-contents"):
         SageMakerBackend().train(
-            FindNumberTask(), config(base_model="nope"), dry_run=True, aws=s.aws
+            FindNumberTask(), config(base_model="nope"), dry_run=True, lookups=True, aws=s.aws
         )
 
 

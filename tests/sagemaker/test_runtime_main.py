@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentrft.backends.sagemaker import runtime_main
-from agentrft.backends.sagemaker.payload import DEFAULT_SAMPLING, parse_payload
+from agentrft.backends.sagemaker.payload import parse_payload
 
 JOB = "arn:aws:sagemaker:us-west-2:111122223333:job/AgentRFT/run-1"
 
@@ -86,5 +86,5 @@ def test_payload_problems_are_collected_not_raised() -> None:
     assert any("not a SageMaker job ARN" in x for x in p.problems)
     assert any("rolloutId" in x for x in p.problems)
     assert any("temperature" in x for x in p.problems)
-    assert p.sampling == DEFAULT_SAMPLING and not p.can_report
+    assert p.inference_params == {} and not p.can_report  # a bad value is not sent
     assert parse_payload(None).problems and parse_payload([1]).prompt is None

@@ -1,10 +1,13 @@
 """`agentrft train` and `agentrft eval`.
 
 Both dispatch to a backend plugin (`--backend local|sagemaker`) with the resolved config;
-backend flags are shorthands for config keys (`--model` is `local.model`, `--role-arn` is
-`sagemaker.role_arn`, ...), and `--set key=value` overrides win over both. `eval --policy`
-needs no backend: it plays the task's rows against a served model, a litellm model or the
-task's scripted expert, right here.
+backend flags are shorthands for config keys (`--model` is `local.model`, or with
+`--backend sagemaker` `sagemaker.base_model`; `--role-arn` is `sagemaker.role_arn`, ...), and
+`--set key=value` overrides win over both. The sagemaker flags also answer to the names the
+service's public sample launcher uses (`--agent-runtime-arn`, `--train-dataset`,
+`--val-dataset`, `--s3-output-path`, `--mlflow-app-arn`, `--runs base:1.0 trained:1.0`).
+`eval --policy` needs no backend: it plays the task's rows against a served model, a litellm
+model or the task's scripted expert, right here.
 """
 
 from pathlib import Path
@@ -51,31 +54,62 @@ AdapterOpt = Annotated[
 DryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="Print what would run; call nothing remote.")
 ]
+LookupsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--lookups",
+        help="With --dry-run: also make the read-only AWS lookups a submission makes (hub "
+        "model, recipe specs, model package groups, document schema); creates nothing.",
+        rich_help_panel=SAGEMAKER,
+    ),
+]
+# Second names: the flags of the service's public sample launcher (run_mtrl_training.py).
 RuntimeArnOpt = Annotated[
     str | None,
-    typer.Option(help="AgentCore runtime ARN (sagemaker.runtime_arn).", rich_help_panel=SAGEMAKER),
+    typer.Option(
+        "--runtime-arn",
+        "--agent-runtime-arn",
+        help="AgentCore runtime ARN (sagemaker.runtime_arn).",
+        rich_help_panel=SAGEMAKER,
+    ),
 ]
 RoleArnOpt = Annotated[
     str | None, typer.Option(help="Job role ARN (sagemaker.role_arn).", rich_help_panel=SAGEMAKER)
 ]
 TrainUriOpt = Annotated[
     str | None,
-    typer.Option(help="s3:// training rows (sagemaker.train_s3_uri).", rich_help_panel=SAGEMAKER),
+    typer.Option(
+        "--train-uri",
+        "--train-dataset",
+        help="s3:// training rows (sagemaker.train_s3_uri).",
+        rich_help_panel=SAGEMAKER,
+    ),
 ]
 ValidationUriOpt = Annotated[
     str | None,
     typer.Option(
-        help="s3:// validation rows (sagemaker.validation_s3_uri).", rich_help_panel=SAGEMAKER
+        "--validation-uri",
+        "--val-dataset",
+        help="s3:// validation rows (sagemaker.validation_s3_uri).",
+        rich_help_panel=SAGEMAKER,
     ),
 ]
 OutputPathOpt = Annotated[
     str | None,
-    typer.Option(help="s3:// output prefix (sagemaker.output_s3_path).", rich_help_panel=SAGEMAKER),
+    typer.Option(
+        "--output-path",
+        "--s3-output-path",
+        help="s3:// output prefix (sagemaker.output_s3_path).",
+        rich_help_panel=SAGEMAKER,
+    ),
 ]
 MlflowArnOpt = Annotated[
     str | None,
     typer.Option(
-        help="SageMaker MLflow app ARN (sagemaker.mlflow_resource_arn).", rich_help_panel=SAGEMAKER
+        "--mlflow-arn",
+        "--mlflow-app-arn",
+        help="SageMaker MLflow app ARN (sagemaker.mlflow_resource_arn).",
+        rich_help_panel=SAGEMAKER,
     ),
 ]
 BaseModelOpt = Annotated[
@@ -116,7 +150,6 @@ def _sagemaker_values(**flags: Any) -> dict[str, Any]:
         "validation_uri": "sagemaker.validation_s3_uri",
         "output_path": "sagemaker.output_s3_path",
         "mlflow_arn": "sagemaker.mlflow_resource_arn",
-        "base_model": "sagemaker.base_model",
         "region": "sagemaker.region",
         "job_name": "sagemaker.job_name",
         "eval_uri": "sagemaker.evaluation_s3_uri",
@@ -127,6 +160,19 @@ def _sagemaker_values(**flags: Any) -> dict[str, Any]:
     else:
         flags.pop("skip_preflight", None)
     return {keys[k]: v for k, v in flags.items() if v is not None}
+
+
+def _model_flag(backend: str | None, model: str | None, base_model: str | None) -> dict[str, Any]:
+    """`--model`: the local model, or with `--backend sagemaker` the hub model (the sample
+    launcher's `--model`), which `--base-model` also names."""
+    if backend != "sagemaker":
+        return {"local.model": model}
+    if model and base_model and model != base_model:
+        raise CliError(
+            f"--model {model!r} and --base-model {base_model!r} both name the sagemaker base "
+            "model; pass one"
+        )
+    return {"sagemaker.base_model": model or base_model}
 
 
 def _resolve(
@@ -156,7 +202,8 @@ def train(
     model: Annotated[
         str | None,
         typer.Option(
-            help="HF model id, directory, .gguf file or pkg:MODULE (local.model).",
+            help="HF model id, directory, .gguf file or pkg:MODULE (local.model); with "
+            "--backend sagemaker, the hub model id (sagemaker.base_model).",
             rich_help_panel=LOCAL,
         ),
     ] = None,
@@ -179,6 +226,7 @@ def train(
     job_name: JobNameOpt = None,
     skip_preflight: SkipPreflightOpt = False,
     dry_run: DryRunOpt = False,
+    lookups: LookupsOpt = False,
     wait: WaitOpt = False,
 ) -> None:
     """Train TASK on a backend with the resolved config."""
@@ -186,8 +234,8 @@ def train(
         "task": task,
         "reward": reward,
         "max_steps": max_steps,
-        "local.model": model,
         "local.adapter": adapter,
+        **_model_flag(backend, model, base_model),
         **_sagemaker_values(
             runtime_arn=runtime_arn,
             role_arn=role_arn,
@@ -195,7 +243,6 @@ def train(
             validation_uri=validation_uri,
             output_path=output_path,
             mlflow_arn=mlflow_arn,
-            base_model=base_model,
             region=region,
             job_name=job_name,
             skip_preflight=skip_preflight,
@@ -205,7 +252,10 @@ def train(
     reward_fn = load_reward(cfg.reward, the_task)
     if resume is not None and not resume.exists():
         raise CliError(f"--resume {resume}: no such run directory or checkpoint")
+    if lookups and not dry_run:
+        raise CliError("--lookups goes with --dry-run (a submission makes its lookups anyway)")
     impl = _backend(backend)
+    extra: dict[str, Any] = {"lookups": True} if lookups else {}
     result = impl.train(
         the_task,
         cfg,
@@ -214,6 +264,7 @@ def train(
         wait=wait,
         reward_fn=reward_fn,
         console=console(),
+        **extra,
     )
     _print_result(result)
 
@@ -271,7 +322,8 @@ def eval_(
         str | None,
         typer.Option(
             help="With --policy URL: the served model name (default: the server's first). "
-            "With --backend local: the model to evaluate (local.model).",
+            "With --backend local: the model to evaluate (local.model). With --backend "
+            "sagemaker: the hub model id (sagemaker.base_model).",
         ),
     ] = None,
     api_key_env: Annotated[
@@ -284,8 +336,9 @@ def eval_(
     runs: Annotated[
         list[str] | None,
         typer.Option(
-            help="NAME:TEMPERATURE runs to evaluate, e.g. --runs base:1.0 --runs trained:1.0 "
-            "(or base:1.0,trained:1.0).",
+            help="NAME:TEMPERATURE runs to evaluate, e.g. --runs base:1.0 trained:1.0 (also "
+            "--runs base:1.0 --runs trained:1.0, or base:1.0,trained:1.0). They run one "
+            "after another: the quota allows one evaluation job at a time.",
             rich_help_panel=SAGEMAKER,
         ),
     ] = None,
@@ -315,8 +368,24 @@ def eval_(
         Path | None, typer.Option(help="Where a backend writes its eval outputs.")
     ] = None,
     dry_run: DryRunOpt = False,
+    lookups: LookupsOpt = False,
+    more_runs: Annotated[
+        list[str] | None,
+        typer.Argument(hidden=True, help="The further values of --runs (base:1.0 trained:1.0)."),
+    ] = None,
 ) -> None:
     """Evaluate on TASK: pass@k, solve rate, reward, turns, failure kinds (per temperature)."""
+    if more_runs:
+        # `--runs base:1.0 trained:1.0` (the sample launcher's form): click hands an option
+        # one value, so the further ones arrive as arguments; nothing else takes arguments.
+        if not runs:
+            raise CliError(
+                f"unexpected argument {more_runs[0]!r}; runs go after --runs, e.g. "
+                "--runs base:1.0 trained:1.0"
+            )
+        runs = [*runs, *more_runs]
+    if lookups and not dry_run:
+        raise CliError("--lookups goes with --dry-run (a submission makes its lookups anyway)")
     if (policy is None) == (backend is None):
         raise CliError(
             "pass exactly one of --policy SPEC (evaluate a served model, a litellm model or the "
@@ -334,7 +403,8 @@ def eval_(
     }
     if backend is not None:
         values.update(
-            {"local.model": model, "local.adapter": adapter}
+            {"local.adapter": adapter}
+            | _model_flag(backend, model, base_model)
             | _sagemaker_values(
                 runtime_arn=runtime_arn,
                 role_arn=role_arn,
@@ -342,7 +412,6 @@ def eval_(
                 eval_uri=eval_uri,
                 output_path=output_path,
                 mlflow_arn=mlflow_arn,
-                base_model=base_model,
                 region=region,
                 job_name=job_name,
                 skip_preflight=skip_preflight,
@@ -364,6 +433,8 @@ def eval_(
             extra["model_package_arn"] = model_package_arn
         if dry_run:
             extra["dry_run"] = True
+        if lookups:
+            extra["lookups"] = True
         if wait is not None:
             extra["wait"] = wait
         result = impl.evaluate(
@@ -378,8 +449,15 @@ def eval_(
         )
         reports = _as_reports(result)
         _show_reports(reports)
+        context = {"backend": backend, "task": cfg.task}
         if report is not None and reports:
-            _write_report(reports, report, {"backend": backend, "task": cfg.task})
+            _write_report(reports, report, context)
+        elif report is not None and callable(getattr(result, "write_report", None)):
+            # A backend whose results are not EvalReports (sagemaker's jobs) writes its own.
+            result.write_report(report, context)
+            console().print(f"report: {report}")
+        elif report is not None:
+            raise CliError(f"backend {backend!r} returned no report to write to {report}")
         if not reports:
             _print_result(result)
         return

@@ -1,8 +1,11 @@
 """`SageMakerBackend`: training and evaluation as SageMaker AI jobs (AgentRFT categories).
 
 The task runs inside an AgentCore runtime (`agentrft deploy`); this class turns the shared
-config into CreateJob requests, checks the account first (preflight), submits, and
-optionally follows the job. Nothing here imports boto3 at module import time.
+config into CreateJob requests, checks the inputs (offline) and the account (preflight),
+submits, and optionally follows the job. A dry run makes no AWS call at all (no
+credentials, no network); `lookups=True` adds the read-only ones (the hub model, the
+recipe's specs, the model package groups, the document schema). Nothing here imports
+boto3 at module import time.
 """
 
 from __future__ import annotations
@@ -12,13 +15,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentrft.backend import Backend
+from agentrft.backends.sagemaker import recipe
 from agentrft.backends.sagemaker import service_facts as facts
 from agentrft.backends.sagemaker.aws import Aws, SageMakerError, make_aws, parse_arn
 from agentrft.backends.sagemaker.job_document import (
     JobView,
     TrainingSpec,
     base_model_arn_from_parts,
-    check_training_hyperparameters,
     create_job_request,
     make_job_name,
     printable_request,
@@ -46,6 +49,8 @@ class TrainSubmission:
     job_arn: str | None = None
     view: JobView | None = None
     notes: list[str] | None = None
+    #: The hyperparameters the job gets, and where each value comes from (the plan).
+    plan: list[Any] | None = None
 
 
 def _console(console: Console | None) -> Console:
@@ -64,12 +69,38 @@ def _missing(config: Config, needed: dict[str, str]) -> list[str]:
     ]
 
 
+def render_plan(rows: list[recipe.PlanRow], model: str, out: Console) -> None:
+    """The dry run's table: each hyperparameter, the value the job gets, and its source."""
+    from rich.table import Table
+
+    template, known = recipe.template_for(model)
+    title = f"hyperparameters of the job ({model}, recipe {template.name}" + (
+        ")" if known else "; model not in agentrft's list, template assumed)"
+    )
+    table = Table(title=title, title_justify="left")
+    for col in ("name", "value", "source"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        style = "bold" if row.sent else "dim"
+        table.add_row(f"[{style}]{row.name}[/]", row.value, row.source)
+    out.print(table)
+    sent = sum(r.sent for r in rows)
+    out.print(
+        f"{sent} hyperparameter{'s' if sent != 1 else ''} sent; the service fills the rest "
+        "from the recipe (sagemaker.send_hyperparameters=all sends agentrft's defaults too)"
+    )
+
+
 class SageMakerBackend(Backend):
     """Managed multi-turn RL on Amazon SageMaker AI (job categories AgentRFT/AgentRFTEvaluation)."""
 
     name: ClassVar[str] = "sagemaker"
     extra: ClassVar[str] = "sagemaker"
     requires: ClassVar[tuple[str, ...]] = ("boto3", "botocore")
+
+    def __init__(self) -> None:
+        self._offline_account: str | None = None
+        self._model = facts.DEFAULT_BASE_MODEL
 
     # -- shared plumbing -----------------------------------------------------------------
 
@@ -83,12 +114,26 @@ class SageMakerBackend(Backend):
         return make_aws(config.sagemaker, region)
 
     @staticmethod
-    def _offline(aws: Aws) -> bool:
-        """No credentials: a dry run then shows placeholders instead of looked-up ARNs."""
+    def _region(config: Config) -> str:
+        """The job's region without any call: the config's, the runtime's, else the SDK's
+        local resolution (environment, shared config file)."""
+        sm = config.sagemaker
+        if sm.region:
+            return sm.region
+        if sm.runtime_arn:
+            try:
+                return parse_arn(sm.runtime_arn, what="runtime ARN").region
+            except SageMakerError:
+                pass  # the input checks name the malformed ARN
+        return make_aws(sm).region
+
+    @staticmethod
+    def _account_hint(config: Config) -> str | None:
+        """The job's account as the role ARN states it (offline placeholders use it)."""
         try:
-            return aws.session.get_credentials() is None
-        except Exception:
-            return True
+            return parse_arn(config.sagemaker.role_arn or "", what="role ARN").account or None
+        except SageMakerError:
+            return None
 
     def _base_model(
         self, aws: Aws, config: Config, offline: bool, notes: list[str]
@@ -120,9 +165,20 @@ class SageMakerBackend(Backend):
         if offline:
             if name.startswith("arn:"):
                 return name
-            notes.append(f"offline: model package group {name} shown with a placeholder account")
-            return f"arn:aws:sagemaker:{aws.region}:<account>:model-package-group/{name}"
-        resolved = ensure_model_package_group(aws, name, create=create, description="agentrft")
+            account = self._offline_account or "<account>"
+            notes.append(
+                f"offline: model package group {name} not looked up (account from the role ARN)"
+                if self._offline_account
+                else f"offline: model package group {name} shown with a placeholder account"
+            )
+            return f"arn:aws:sagemaker:{aws.region}:{account}:model-package-group/{name}"
+        resolved = ensure_model_package_group(
+            aws,
+            name,
+            create=create,
+            description="agentrft",
+            restricted=recipe.is_nova(self._model),
+        )
         if resolved.action != "exists":
             notes.append(f"model package group {name}: {resolved.action}")
         return resolved.arn
@@ -167,6 +223,7 @@ class SageMakerBackend(Backend):
         config: Config,
         *,
         dry_run: bool = False,
+        lookups: bool = False,
         wait: bool = False,
         reward_fn: Any = None,
         console: Console | None = None,
@@ -176,7 +233,14 @@ class SageMakerBackend(Backend):
         clock: Callable[[], float] | None = None,
         **options: Any,
     ) -> TrainSubmission:
-        """Submit an AgentRFT job for `task` (CreateJob); `dry_run` prints the request only."""
+        """Submit an AgentRFT job for `task` (CreateJob).
+
+        `dry_run` prints the plan and the request and calls nothing remote; with `lookups`
+        it also makes the read-only lookups a submission makes (DescribeHubContent, the
+        recipe's specs on S3, DescribeModelPackageGroup, DescribeJobSchemaVersion).
+        """
+        from agentrft.backends.sagemaker.static_checks import raise_for_inputs
+
         self.check_available()
         out = _console(console)
         sm = config.sagemaker
@@ -196,33 +260,42 @@ class SageMakerBackend(Backend):
                 "[yellow]note: on sagemaker the reward is computed by the deployed runtime; "
                 "deploy it with `agentrft deploy --reward NAME` to swap the reward.[/]"
             )
-        hps = training_hyperparameters(config, only_set=sm.send_hyperparameters == "set")
-        problems = check_training_hyperparameters(hps)
-        if problems:
+        region = self._region(config)
+        raise_for_inputs(config, region, "train")
+        send_all = sm.send_hyperparameters == "all"
+        hps = training_hyperparameters(config, only_set=not send_all)
+        errors, warnings = recipe.check(hps, sm.base_model)
+        if errors:
             raise SageMakerError(
-                "hyperparameters the service would reject:\n- " + "\n- ".join(problems)
+                f"hyperparameters the {sm.base_model} recipe refuses (nothing was sent):\n- "
+                + "\n- ".join(errors)
             )
+        notes: list[str] = list(warnings)
+        if note := recipe.region_note(sm.base_model, region):
+            notes.append(note)
 
-        aws = self._aws(config, aws)
-        offline = dry_run and self._offline(aws)
+        remote = not dry_run or lookups
+        aws = aws or make_aws(sm, region)
+        self._offline_account = None if remote else self._account_hint(config)
+        self._model = sm.base_model
         if not dry_run and not skip_preflight and sm.preflight:
             self._preflight(config, task, aws, "train", out)
-        notes: list[str] = []
-        base_arn, specs = self._base_model(aws, config, offline, notes)
+        base_arn, specs = self._base_model(aws, config, not remote, notes)
         if specs:
             from agentrft.backends.sagemaker.hub import check_against_specs
 
-            errors, warnings = check_against_specs(hps, specs)
-            if errors:
+            spec_errors, spec_warnings = check_against_specs(hps, specs)
+            if spec_errors:
                 raise SageMakerError(
-                    f"hyperparameters outside {sm.base_model}'s recipe:\n- " + "\n- ".join(errors)
+                    f"hyperparameters outside {sm.base_model}'s recipe:\n- "
+                    + "\n- ".join(spec_errors)
                 )
-            notes.extend(warnings)
+            notes.extend(spec_warnings)
         output_group = self._group(aws, sm.output_model_package_group, sm.base_model + facts.OUTPUT_GROUP_SUFFIX,
-                                   create=not dry_run, offline=offline, notes=notes)  # fmt: skip
+                                   create=not dry_run, offline=not remote, notes=notes)  # fmt: skip
         checkpoint_group = self._group(aws, sm.checkpoint_model_package_group,
                                        sm.base_model + facts.CHECKPOINT_GROUP_SUFFIX,
-                                       create=not dry_run, offline=offline, notes=notes)  # fmt: skip
+                                       create=not dry_run, offline=not remote, notes=notes)  # fmt: skip
         if output_group == checkpoint_group:
             raise SageMakerError(
                 "sagemaker.output_model_package_group and checkpoint_model_package_group must differ"
@@ -257,16 +330,19 @@ class SageMakerBackend(Backend):
             tags={"agentrft:task": task.name, **sm.tags},
         )
         validate_request("CreateJob", request)
-        if not offline and sm.preflight:
+        if remote and sm.preflight:
             from agentrft.backends.sagemaker.service_schema import check_document
 
             check_document(aws, facts.TRAINING_CATEGORY, training_document(spec), notes)
+        rows = recipe.plan(hps, set(config.model_fields_set), sm.base_model, send_all=send_all)
         for note in notes:
             out.print(f"[dim]{note}[/]")
         if dry_run:
-            out.print("[bold]CreateJob request (dry run, nothing submitted):[/]")
+            render_plan(rows, sm.base_model, out)
+            where = "with read-only lookups" if lookups else "no AWS call made"
+            out.print(f"[bold]CreateJob request (dry run, {where}, nothing submitted):[/]")
             out.out(printable_request(request), highlight=False)
-            return TrainSubmission(job_name, request, dry_run=True, notes=notes)
+            return TrainSubmission(job_name, request, dry_run=True, notes=notes, plan=rows)
 
         from agentrft.backends.sagemaker.jobs import create_job, watch_job
 
@@ -275,7 +351,9 @@ class SageMakerBackend(Backend):
         out.print(
             f"follow it: agentrft jobs describe {job_name}   stop it: agentrft jobs stop {job_name}"
         )
-        result = TrainSubmission(job_name, request, dry_run=False, job_arn=arn, notes=notes)
+        result = TrainSubmission(
+            job_name, request, dry_run=False, job_arn=arn, notes=notes, plan=rows
+        )
         if not wait:
             return result
         extra: dict[str, Any] = {}
@@ -320,6 +398,7 @@ class SageMakerBackend(Backend):
         runs: list[str] | list[tuple[str, float]] | None = None,
         model_package_arn: str | None = None,
         dry_run: bool = False,
+        lookups: bool = False,
         wait: bool = True,
         console: Console | None = None,
         aws: Aws | None = None,
@@ -328,7 +407,13 @@ class SageMakerBackend(Backend):
         clock: Callable[[], float] | None = None,
         **options: Any,
     ) -> EvaluationResult:
-        """Run AgentRFTEvaluation jobs, one per run (`base:1.0`, `trained:0.7`), in sequence."""
+        """Run AgentRFTEvaluation jobs, one per run (`base:1.0`, `trained:0.7`), queued one
+        after another (the quota runs one at a time).
+
+        Without `runs`, `eval.temperatures` (when you set it) is a sweep over the base model
+        and, with a model package, the trained one. `dry_run` calls nothing remote;
+        `lookups` adds the read-only hub and schema lookups.
+        """
         from agentrft.backends.sagemaker.cost import load_prices
         from agentrft.backends.sagemaker.evaluation_jobs import (
             EvaluationPlan,
@@ -337,13 +422,17 @@ class SageMakerBackend(Backend):
             render_table,
             run_evaluations,
         )
+        from agentrft.backends.sagemaker.static_checks import raise_for_inputs
 
         self.check_available()
         out = _console(console)
         sm = config.sagemaker
         model_package_arn = model_package_arn or sm.input_model_package_arn
-        parsed = parse_runs(runs if runs else (["base", "trained"] if model_package_arn else ["base"]),
-                            config.temperature)  # fmt: skip
+        labels = ["base", "trained"] if model_package_arn else ["base"]
+        if not runs and "temperatures" in config.eval.model_fields_set:
+            runs = [(label, t) for t in config.eval.temperatures for label in labels]
+        temperature = config.temperature if "temperature" in config.model_fields_set else None
+        parsed = parse_runs(runs or labels, temperature)
         needed = {"runtime_arn": "--runtime-arn", "role_arn": "--role-arn",
                   "output_s3_path": "--output-path"}  # fmt: skip
         missing = _missing(config, needed)
@@ -355,21 +444,32 @@ class SageMakerBackend(Backend):
                 "sagemaker evaluation needs " + ", ".join(missing) + "; pass the flags or set "
                 "them in the config's sagemaker section"
             )
-        aws = self._aws(config, aws)
-        offline = dry_run and self._offline(aws)
+        region = self._region(config)
+        raise_for_inputs(config, region, "eval", model_package_arn=model_package_arn)
+        remote = not dry_run or lookups
+        aws = aws or make_aws(sm, region)
         if not dry_run and not skip_preflight and sm.preflight:
             self._preflight(config, task, aws, "eval", out)
         notes: list[str] = []
-        base_arn, _ = self._base_model(aws, config, offline, notes)
+        if note := recipe.region_note(sm.base_model, region):
+            notes.append(note)
+        base_arn, _ = self._base_model(aws, config, not remote, notes)
         for note in notes:
             out.print(f"[dim]{note}[/]")
+        group_set = (
+            "eval_group_size" in sm.model_fields_set
+            or "samples_per_row" in config.eval.model_fields_set
+        )
+        send_all = sm.send_hyperparameters == "all"
         plan = EvaluationPlan(
             role_arn=sm.role_arn or "",
             runtime_arn=sm.runtime_arn or "",
             dataset_uri=dataset,
             output_path=sm.output_s3_path or "",
             base_model_arn=base_arn,
-            group_size=sm.eval_group_size or config.eval.samples_per_row,
+            group_size=(sm.eval_group_size or config.eval.samples_per_row)
+            if group_set or send_all
+            else None,
             task_name=task.name,
             model_package_arn=model_package_arn,
             mlflow_arn=sm.mlflow_resource_arn,
@@ -377,9 +477,10 @@ class SageMakerBackend(Backend):
             kms_key_arn=sm.kms_key_arn,
             max_runtime_s=sm.max_runtime_s or facts.DEFAULT_EVALUATION_MAX_RUNTIME_S,
             tags={"agentrft:task": task.name, **sm.tags},
+            send_all=send_all,
         )
         schema = None
-        if not offline and sm.preflight:
+        if remote and sm.preflight:
             from agentrft.backends.sagemaker.service_schema import fetch_schema
 
             schema_notes: list[str] = []
@@ -390,6 +491,7 @@ class SageMakerBackend(Backend):
             None if dry_run else aws, config, plan, parsed, console=out, dry_run=dry_run,
             wait=wait, poll_s=sm.poll_s, sleep=sleep, clock=clock, schema=schema,
         )  # fmt: skip
+        prices = load_prices(sm.price_file, sm.base_model)
         if not dry_run and wait:
-            render_table(outcomes, out, load_prices(sm.price_file, sm.base_model))
-        return EvaluationResult(outcomes, dry_run=dry_run)
+            render_table(outcomes, out, prices)
+        return EvaluationResult(outcomes, dry_run=dry_run, prices=prices)

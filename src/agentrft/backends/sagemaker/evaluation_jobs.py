@@ -1,16 +1,22 @@
 """AgentRFTEvaluation jobs: one per `--runs` entry, run one after another.
 
-The default quota allows one evaluation job at a time per account, so runs are submitted
-sequentially, each after the previous one ended. Evaluate at the temperature you serve at:
-validation inside a training job is scored at temperature 0 and cannot be changed.
+The default quota allows one evaluation job at a time per account, so runs (a temperature
+sweep, base against trained) are queued: each is submitted after the previous one ended,
+and the console says so. Evaluate at the temperature you serve at: validation inside a
+training job is scored at temperature 0 and cannot be changed. Like training, a job gets
+only the hyperparameters you set (plus the run's temperature); `--report FILE` writes what
+each run scored.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentrft.backends.sagemaker import service_facts as facts
@@ -40,21 +46,29 @@ RUN_LABELS = ("base", "trained")
 
 @dataclass(frozen=True)
 class EvalRun:
-    """`base:1.0` = the base model at temperature 1.0; `trained:0.7` = the model package."""
+    """`base:1.0` = the base model at temperature 1.0; `trained:0.7` = the model package.
+
+    `temperature` None: the job gets none and the service uses its own default.
+    """
 
     label: str
-    temperature: float
+    temperature: float | None
 
     @property
     def trained(self) -> bool:
         return self.label == "trained"
 
+    @property
+    def shown(self) -> str:
+        t = "service default" if self.temperature is None else f"{self.temperature:g}"
+        return f"{self.label} at temperature {t}"
+
 
 def parse_runs(
-    items: list[str] | list[tuple[str, float]] | None, default_temperature: float
+    items: list[str] | list[tuple[str, float]] | None, default_temperature: float | None
 ) -> list[EvalRun]:
-    """`["base:1.0", "trained"]` or `[("base", 1.0)]` -> runs; a bare label uses the config's
-    temperature."""
+    """`["base:1.0", "trained"]` or `[("base", 1.0)]` -> runs; a bare label uses
+    `default_temperature` (the config's, when you set one; else None)."""
     runs = []
     for item in items or ["base", "trained"]:
         if isinstance(item, (tuple, list)):
@@ -74,7 +88,7 @@ def parse_runs(
             raise SageMakerError(
                 f"--runs entry {shown!r}: temperature {temp!r} is not a number"
             ) from None
-        if not 0 <= t <= 2:
+        if t is not None and not 0 <= t <= 2:
             raise SageMakerError(f"--runs entry {shown!r}: temperature must be in [0, 2]")
         runs.append(EvalRun(label, t))
     return runs
@@ -98,6 +112,30 @@ class EvalOutcome:
             return self.view.status
         return "submitted" if self.job_arn else "dry run"
 
+    def to_dict(self, prices: PriceTable | None = None) -> dict[str, Any]:
+        """The run as the report file shows it (metrics from the job's ServiceOutput)."""
+        m = self.metrics
+        tokens = self.view.billed_tokens if self.view else {}
+        doc = json.loads(self.request["JobConfigDocument"])
+        out: dict[str, Any] = {
+            "run": self.run.label,
+            "temperature": self.run.temperature,
+            "job_name": self.job_name,
+            "job_arn": self.job_arn,
+            "status": self.status,
+            "failure_reason": self.view.failure_reason if self.view else None,
+            "pass_at_k": {str(k): v for k, v in sorted(m.pass_at_k.items())},
+            "mean_reward": m.mean_reward,
+            "success_rate": m.success_rate,
+            "billed_tokens": tokens,
+            "hyperparameters": doc.get("EvaluationConfig", {}).get("HyperParameters", {}),
+            "evaluation_metrics": m.raw,
+        }
+        if tokens and prices is not None:
+            out["cost"] = round(job_cost(tokens, prices), 4)
+            out["currency"] = prices.currency
+        return out
+
 
 @dataclass
 class EvaluationResult:
@@ -105,10 +143,42 @@ class EvaluationResult:
 
     outcomes: list[EvalOutcome]
     dry_run: bool = False
+    prices: PriceTable | None = None
 
     @property
     def jobs(self) -> str:
         return ", ".join(o.job_name for o in self.outcomes)
+
+    def to_report(self, context: dict[str, Any] | None = None) -> dict[str, Any]:
+        """`{**context, "backend": "sagemaker", "dry_run", "runs": [...]}`."""
+        return {
+            **(context or {}),
+            "backend": "sagemaker",
+            "dry_run": self.dry_run,
+            "runs": [o.to_dict(self.prices) for o in self.outcomes],
+        }
+
+    def write_report(self, path: str | Path, context: dict[str, Any] | None = None) -> None:
+        """Write `to_report(context)` as JSON (what `eval --report FILE` writes), secrets
+        scrubbed; the file appears only complete (temp file + rename), as the core's does."""
+        _write_json(Path(path), self.to_report(context))
+
+
+def _write_json(path: Path, report: dict[str, Any]) -> None:
+    from agentrft.redact import scrub
+
+    data = scrub(report)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, default=str)
+            fh.write("\n")
+        Path(tmp).chmod(0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 @dataclass
@@ -120,7 +190,8 @@ class EvaluationPlan:
     dataset_uri: str
     output_path: str
     base_model_arn: str
-    group_size: int
+    #: Episodes per row (eval_group_size); None: the service's default.
+    group_size: int | None
     task_name: str
     model_package_arn: str | None = None
     mlflow_arn: str | None = None
@@ -129,10 +200,12 @@ class EvaluationPlan:
     max_runtime_s: int = facts.DEFAULT_EVALUATION_MAX_RUNTIME_S
     tags: dict[str, str] = field(default_factory=dict)
     job_prefix: str | None = None
+    #: sagemaker.send_hyperparameters=all: send agentrft's defaults too.
+    send_all: bool = False
 
 
-def _temp_tag(t: float) -> str:
-    return "t" + re.sub(r"[^0-9]", "p", f"{t:g}")
+def _temp_tag(t: float | None) -> str:
+    return "tdefault" if t is None else "t" + re.sub(r"[^0-9]", "p", f"{t:g}")
 
 
 def build_request(plan: EvaluationPlan, config: Config, run: EvalRun, name: str) -> dict[str, Any]:
@@ -147,7 +220,10 @@ def build_request(plan: EvaluationPlan, config: Config, run: EvalRun, name: str)
         output_path=plan.output_path,
         base_model_arn=plan.base_model_arn,
         hyperparameters=evaluation_hyperparameters(
-            config, temperature=run.temperature, group_size=plan.group_size
+            config,
+            temperature=run.temperature,
+            group_size=plan.group_size,
+            only_set=not plan.send_all,
         ),
         model_package_arn=plan.model_package_arn if run.trained else None,
         mlflow_arn=plan.mlflow_arn,
@@ -208,11 +284,16 @@ def run_evaluations(
                     f"the {facts.EVALUATION_CATEGORY} document of run {o.run.label} does not "
                     "match the service's schema:\n- " + "\n- ".join(problems)
                 )
+    if len(outcomes) > 1:
+        console.print(
+            f"the evaluation quota runs {facts.EVALUATION_CONCURRENCY_QUOTA} job at a time: "
+            f"{len(outcomes)} runs queued, each submitted when the previous one has ended ("
+            + ", ".join(o.run.shown for o in outcomes)
+            + ")"
+        )
     if dry_run:
         for o in outcomes:
-            console.print(
-                f"[bold]CreateJob ({o.run.label} at temperature {o.run.temperature:g})[/]"
-            )
+            console.print(f"[bold]CreateJob ({o.run.shown}; dry run, nothing submitted)[/]")
             console.out(printable_request(o.request), highlight=False)
         return outcomes
     assert aws is not None
@@ -221,9 +302,14 @@ def run_evaluations(
         extra["sleep"] = sleep
     if clock is not None:
         extra["clock"] = clock
-    for o in outcomes:
+    for i, o in enumerate(outcomes):
+        if i:
+            console.print(
+                f"run {i + 1}/{len(outcomes)} ({o.run.shown}) was queued behind "
+                f"{outcomes[i - 1].job_name}: submitting it now"
+            )
         o.job_arn = create_job(aws, o.request)
-        console.print(f"started {o.job_name} ({o.run.label}, temperature {o.run.temperature:g})")
+        console.print(f"started {o.job_name} ({o.run.shown})")
         if wait:
             o.view = watch_job(
                 aws, o.job_name, facts.EVALUATION_CATEGORY, console=console, poll_s=poll_s, **extra
@@ -255,7 +341,7 @@ def render_table(outcomes: list[EvalOutcome], console: Console, prices: PriceTab
         tokens = o.view.billed_tokens if o.view else {}
         table.add_row(
             o.run.label,
-            f"{o.run.temperature:g}",
+            "default" if o.run.temperature is None else f"{o.run.temperature:g}",
             o.job_name,
             o.status,
             *[f"{m.pass_at_k[k]:.3f}" if k in m.pass_at_k else "–" for k in ks],

@@ -150,9 +150,18 @@ def group_arn(aws: Aws, name: str) -> str:
 
 
 def ensure_model_package_group(
-    aws: Aws, name_or_arn: str, *, create: bool = True, description: str = ""
+    aws: Aws,
+    name_or_arn: str,
+    *,
+    create: bool = True,
+    description: str = "",
+    restricted: bool = False,
 ) -> GroupResolution:
-    """Get-or-create a model package group (DescribeModelPackageGroup, then Create)."""
+    """Get-or-create a model package group (DescribeModelPackageGroup, then Create).
+
+    `restricted` creates it with `ManagedConfiguration.ManagedStorageType=Restricted`, as
+    the SageMaker SDK does for the groups of Nova models (their weights stay managed).
+    """
     sm = aws.sagemaker
     try:
         resp = sm.describe_model_package_group(ModelPackageGroupName=name_or_arn)
@@ -173,6 +182,8 @@ def ensure_model_package_group(
     params: dict[str, Any] = {"ModelPackageGroupName": name_or_arn}
     if description:
         params["ModelPackageGroupDescription"] = description
+    if restricted:
+        params["ManagedConfiguration"] = {"ManagedStorageType": "Restricted"}
     try:
         resp = sm.create_model_package_group(**params)
     except Exception as exc:

@@ -54,11 +54,12 @@ def hp_value(value: Any) -> str:
     return str(value)
 
 
-def training_hyperparameters(config: Config, *, only_set: bool = False) -> dict[str, str]:
+def training_hyperparameters(config: Config, *, only_set: bool = True) -> dict[str, str]:
     """The shared top-level hyperparameters as strings, plus `sagemaker.extra_hyperparameters`.
 
-    `only_set` sends just the keys the config file or flags set, leaving the rest to the
-    hub recipe's per-model defaults (as the SDK does).
+    `only_set` (the default: `sagemaker.send_hyperparameters=set`) sends just the keys the
+    config file, `--set` or a flag set, leaving the rest to the base model's recipe, whose
+    defaults depend on the model (as the SageMaker SDK does); False sends all 22.
     """
     from agentrft.config import SHARED_HYPERPARAMETERS
 
@@ -68,31 +69,27 @@ def training_hyperparameters(config: Config, *, only_set: bool = False) -> dict[
     return hps
 
 
-def check_training_hyperparameters(hps: dict[str, str]) -> list[str]:
-    """Values outside the documented ranges, each with its allowed range."""
-    problems = []
-    for name, (lo, hi) in facts.TRAINING_HYPERPARAMETER_RANGES.items():
-        if name not in hps:
-            continue
-        try:
-            v = float(hps[name])
-        except ValueError:
-            problems.append(f"{name}={hps[name]!r} is not a number")
-            continue
-        if (lo is not None and v < lo) or (hi is not None and v > hi):
-            problems.append(f"{name}={hps[name]} is outside the service's range [{lo}, {hi}]")
-    for name, choices in facts.TRAINING_HYPERPARAMETER_CHOICES.items():
-        if name in hps and hps[name] not in {hp_value(c) for c in choices}:
-            allowed = ", ".join(hp_value(c) for c in choices)
-            problems.append(f"{name}={hps[name]} is not one of the service's values: {allowed}")
-    return problems
-
-
 def evaluation_hyperparameters(
-    config: Config, *, temperature: float, group_size: int
+    config: Config,
+    *,
+    temperature: float | None,
+    group_size: int | None,
+    only_set: bool = True,
 ) -> dict[str, str]:
-    """Hyperparameters of one AgentRFTEvaluation job, under the names the service accepts."""
-    pass_k = [k for k in config.pass_k_values if k <= group_size] or [1]
+    """Hyperparameters of one AgentRFTEvaluation job, under the names the service accepts.
+
+    The run's `temperature` always goes (None: the service's default); with `only_set`, the
+    rest only when you set them. `pass_k_values` is cut to the k values <= the group size,
+    so it also goes when `eval_group_size` does.
+    """
+    user_set = config.model_fields_set
+    group_set = (
+        "eval_group_size" in config.sagemaker.model_fields_set
+        or "samples_per_row" in config.eval.model_fields_set
+    )
+    pass_k = list(config.pass_k_values)
+    if group_size is not None:
+        pass_k = [k for k in pass_k if k <= group_size] or [1]
     values: dict[str, Any] = {
         "eval_group_size": group_size,
         "temperature": temperature,
@@ -105,7 +102,16 @@ def evaluation_hyperparameters(
         "rollout_max_retries": config.rollout_max_retries,
     }
     assert set(values) == set(facts.EVALUATION_HYPERPARAMETERS)
-    return {k: hp_value(v) for k, v in values.items()}
+    chosen = {
+        "eval_group_size": group_set,
+        "temperature": True,
+        "pass_k_values": "pass_k_values" in user_set or group_set,
+    }
+    return {
+        k: hp_value(v)
+        for k, v in values.items()
+        if v is not None and (not only_set or chosen.get(k, k in user_set))
+    }
 
 
 # -- documents --------------------------------------------------------------------------
@@ -184,7 +190,8 @@ def training_document(spec: TrainingSpec) -> dict[str, Any]:
             spec.mlflow_arn, spec.mlflow_experiment, spec.mlflow_run
         )
     training["AcceptEula"] = True
-    training["HyperParameters"] = dict(spec.hyperparameters)
+    if spec.hyperparameters:  # none set: the recipe decides all (the SDK omits it too)
+        training["HyperParameters"] = dict(spec.hyperparameters)
     doc: dict[str, Any] = {
         "AgentConfig": agent_config(spec.runtime_arn),
         "InputDataConfig": inputs,
@@ -225,13 +232,11 @@ def evaluation_document(spec: EvaluationSpec) -> dict[str, Any]:
         "AgentConfig": agent_config(spec.runtime_arn),
         "InputDataConfig": [channel("evaluation", spec.dataset_uri)],
         "OutputDataConfig": output,
-        "EvaluationConfig": {
-            "BaseModelArn": spec.base_model_arn,
-            "AcceptEula": True,
-            "HyperParameters": dict(spec.hyperparameters),
-        },
+        "EvaluationConfig": {"BaseModelArn": spec.base_model_arn, "AcceptEula": True},
         "StoppingCondition": {"MaxRuntimeInSeconds": spec.max_runtime_s},
     }
+    if spec.hyperparameters:
+        doc["EvaluationConfig"]["HyperParameters"] = dict(spec.hyperparameters)
     if spec.model_package_arn:
         doc["ModelPackageConfig"] = {"InputModelPackageArn": spec.model_package_arn}
     return doc

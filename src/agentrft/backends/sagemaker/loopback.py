@@ -151,8 +151,11 @@ class LoopbackJobRuntime:
             status, message = fault
             return status, {"Message": message}
         body = rec.body if isinstance(rec.body, dict) else {}
-        if not rec.headers.get("x-amzn-sagemaker-job-arn") or not body.get("TrajectoryId"):
-            return 400, {"Message": "JobArn header and TrajectoryId are required"}
+        # botocore's model sends JobArn as a header; the SageMaker SDK's bearer POST puts
+        # it in the body. Both reach the same service, so both are accepted here.
+        job_arn = rec.headers.get("x-amzn-sagemaker-job-arn") or body.get("JobArn")
+        if not job_arn or not body.get("TrajectoryId"):
+            return 400, {"Message": "JobArn and TrajectoryId are required"}
         return 200, {}
 
 

@@ -3,8 +3,14 @@
 ```
 {"prompt": "<the dataset row's prompt string>",
  "metadata": {"jobArn": "arn:aws:sagemaker:...:job/AgentRFT/<name>", "rolloutId": "r1"},
- "inferenceParams": {"temperature": 1.0, "max_tokens": 4096, "top_p": 1.0}}
+ "inferenceParams": {"temperature": 1.0, "max_tokens": 4096, "top_p": 1.0}}    # optional
 ```
+
+`inferenceParams` (or `inference_params`; keys snake_case or camelCase) are the job's sampling
+settings: the policy request carries exactly the ones it sets, and none when it is absent,
+so the job's own settings (its recipe, `sampling_max_tokens`, ...) apply. That is what the
+SageMaker SDK's adapters do; inventing defaults here would cut every turn at a length the
+job never asked for.
 
 The SageMaker SDK also accepts `endpoint`, `region`, `job_arn`, `trajectory_id` (and
 `trajectoryId`) in metadata; so do we. The job-runtime endpoint is `metadata.endpoint`, else
@@ -65,11 +71,11 @@ _JOB_ARN = re.compile(
     r"job/[a-zA-Z0-9_\-]+/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
 )
 
-#: Sampling defaults when a payload carries no inferenceParams: the service's own
-#: hyperparameter defaults (temperature 1, sampling_top_p 1, sampling_max_tokens 4096).
-DEFAULT_SAMPLING = Sampling(temperature=1.0, top_p=1.0, max_tokens=4096)
+#: The policy request's fields that `inferenceParams` may set, and nothing else may.
+SAMPLING_FIELDS = ("temperature", "top_p", "max_tokens")
 
-# inferenceParams key spellings seen in the SDK (snake_case and camelCase).
+# inferenceParams key spellings seen in the SDK (snake_case and camelCase); the SDK's
+# adapter reads snake_case first, then camelCase.
 _PARAM_KEYS = {
     "temperature": ("temperature",),
     "top_p": ("top_p", "topP"),
@@ -86,7 +92,8 @@ class RolloutPayload:
     trajectory_id: str | None = None
     region: str | None = None
     endpoint: str | None = None
-    sampling: Sampling = field(default_factory=lambda: DEFAULT_SAMPLING.model_copy())
+    #: The sampling fields `inferenceParams` set (policy-request names), and only those.
+    inference_params: dict[str, float | int] = field(default_factory=dict)
     diagnose: bool = False
     problems: list[str] = field(default_factory=list)
 
@@ -99,6 +106,15 @@ class RolloutPayload:
     def can_play(self) -> bool:
         """Whether the policy model can be reached for this rollout."""
         return self.prompt is not None and self.can_report
+
+    @property
+    def sampling(self) -> Sampling:
+        """`Sampling` for the agent loop: the job's values where it set them.
+
+        Only `inference_params` reach the policy request (see `JobRuntimePolicy`); the
+        other fields here are placeholders the request never carries.
+        """
+        return Sampling(**self.inference_params)
 
     @property
     def base_url(self) -> str:
@@ -222,7 +238,7 @@ def parse_payload(raw: Any, environ: Mapping[str, str] | None = None) -> Rollout
             out.endpoint = None
 
     params = raw.get("inferenceParams", raw.get("inference_params"))
-    out.sampling = _sampling(params, out.problems)
+    out.inference_params = _inference_params(params, out.problems)
     return out
 
 
@@ -271,13 +287,14 @@ def _first_str(mapping: Mapping[str, Any], *keys: str) -> str | None:
     return None
 
 
-def _sampling(params: Any, problems: list[str]) -> Sampling:
-    sampling = DEFAULT_SAMPLING.model_copy()
+def _inference_params(params: Any, problems: list[str]) -> dict[str, float | int]:
+    """The sampling fields `inferenceParams` sets; {} when it is absent or unusable."""
+    out: dict[str, float | int] = {}
     if params is None:
-        return sampling
+        return out
     if not isinstance(params, Mapping):
         problems.append(f"'inferenceParams' is a {type(params).__name__}, expected an object")
-        return sampling
+        return out
     for name, keys in _PARAM_KEYS.items():
         value = next((params[k] for k in keys if params.get(k) is not None), None)
         if value is None:
@@ -287,7 +304,12 @@ def _sampling(params: Any, problems: list[str]) -> Sampling:
             or not isinstance(value, (int, float))
             or not math.isfinite(value)
         ):
-            problems.append(f"inferenceParams.{keys[0]}={value!r} is not a number; ignored")
+            problems.append(f"inferenceParams.{keys[0]}={_shown(value)} is not a number; ignored")
             continue
-        setattr(sampling, name, int(value) if name == "max_tokens" else float(value))
-    return sampling
+        out[name] = int(value) if name == "max_tokens" else float(value)
+    return out
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."

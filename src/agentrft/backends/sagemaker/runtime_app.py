@@ -2,8 +2,10 @@
 
 Per invocation: parse the payload, play the ONE agent loop (`run_episode`) against the job
 runtime's OpenAI-compatible endpoint (`{endpoint}/v1/chat/completions`, model `default`,
-a bearer token, the two `X-Amzn-SageMaker-*` headers, `inferenceParams` applied), score it,
-report CompleteRollout then UpdateReward, and answer `{"reward": x}`.
+a bearer token, the two `X-Amzn-SageMaker-*` headers, exactly the sampling fields
+`inferenceParams` set), score it, report CompleteRollout then UpdateReward, and answer
+`{"reward": x}`. UpdateReward carries the task's per-turn rewards when it gave one finite
+value per policy call, else the episode's total.
 
 The answer is ALWAYS a reward: a rollout that errors or never reaches the policy model can
 fail the whole job, so a bad payload, a prompt the task cannot parse, an unreachable model
@@ -26,7 +28,13 @@ from starlette.responses import JSONResponse, Response
 
 from agentrft.backends.sagemaker.auth import BearerTokenProvider, RolloutToken, TokenProviders
 from agentrft.backends.sagemaker.job_runtime import JobRuntimeReporter, ReportOutcome
-from agentrft.backends.sagemaker.payload import POLICY_MODEL, RolloutPayload, parse_payload
+from agentrft.backends.sagemaker.payload import (
+    POLICY_MODEL,
+    SAMPLING_FIELDS,
+    RolloutPayload,
+    parse_payload,
+)
+from agentrft.policies.openai_client import OpenAIPolicy
 from agentrft.policy import Policy
 from agentrft.rollout import RewardFn, run_episode
 from agentrft.task import Task
@@ -50,6 +58,37 @@ REPORT_THREADS = 64
 TOOL_THREADS = REPORT_THREADS
 
 
+class JobRuntimePolicy(OpenAIPolicy):
+    """The core OpenAI-compatible client, sending the job's sampling and no other.
+
+    The agent loop always hands the client a full `Sampling`; the job runtime must get
+    only what the job set (`inferenceParams`), so its own settings (`sampling_max_tokens`
+    of the job, the recipe's defaults) decide the rest. Every transport's request body
+    passes through `job_body`, so neither a default nor a task's own setting reaches it.
+    """
+
+    def __init__(
+        self, *args: Any, inference_params: Mapping[str, float | int], **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.inference_params = dict(inference_params)
+
+    def job_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`body` with the sampling fields replaced by exactly the job's."""
+        out = {k: v for k, v in body.items() if k not in SAMPLING_FIELDS}
+        out.update(self.inference_params)
+        return out
+
+    async def _attempt_sdk(self, body: dict[str, Any]) -> Any:
+        return await super()._attempt_sdk(self.job_body(body))
+
+    async def _attempt_aiohttp(self, body: dict[str, Any]) -> Any:
+        return await super()._attempt_aiohttp(self.job_body(body))
+
+    async def _attempt_raw(self, body: dict[str, Any]) -> Any:
+        return await super()._attempt_raw(self.job_body(body))
+
+
 def openai_policy_factory(
     payload: RolloutPayload,
     tokens: BearerTokenProvider,
@@ -57,15 +96,15 @@ def openai_policy_factory(
     max_retries: int = POLICY_MAX_RETRIES,
     backoff_base_s: float = 0.5,
     timeout_s: float = POLICY_TIMEOUT_S,
+    transport: str = "openai",
 ) -> Policy:
     """The job runtime's policy: the core OpenAI-compatible client, bearer-authenticated.
 
     Requests go to `{endpoint}/v1/chat/completions` with model `default`, the rollout's two
-    `X-Amzn-SageMaker-*` headers, and a bearer token re-signed once on a 401/403.
+    `X-Amzn-SageMaker-*` headers, the sampling fields `inferenceParams` set (none when it
+    is absent) and a bearer token re-signed once on a 401/403.
     """
-    from agentrft.policies.openai_client import OpenAIPolicy
-
-    return OpenAIPolicy(
+    return JobRuntimePolicy(
         POLICY_MODEL,
         payload.base_url,
         token_provider=RolloutToken(tokens),
@@ -73,7 +112,9 @@ def openai_policy_factory(
         timeout_s=timeout_s,
         max_retries=max_retries,
         backoff_base_s=backoff_base_s,
+        transport=transport,  # type: ignore[arg-type]
         name="sagemaker-job-runtime",
+        inference_params=payload.inference_params,
     )
 
 
@@ -127,8 +168,7 @@ class RolloutRunner:
         rewards = [reward]
         if reached and traj is not None and traj.reward is not None:
             reward = _finite_or(traj.reward.total, self.lowest)
-            per_turn = traj.reward.per_turn
-            rewards = [_finite_or(r, self.lowest) for r in per_turn] if per_turn else [reward]
+            rewards = reported_rewards(traj, reward, payload.trajectory_id)
 
         outcomes: list[ReportOutcome] = []
         if payload.can_report:
@@ -266,6 +306,38 @@ class _RolloutApp(BedrockAgentCoreApp):
             )
             return JSONResponse({"reward": self.runner.lowest})
         return response
+
+
+def reported_rewards(traj: Trajectory, total: float, rollout: str | None = None) -> list[float]:
+    """What UpdateReward carries: one reward per policy call, or the episode's total.
+
+    A task's `RewardResult.per_turn` goes as it is when it has exactly one finite value per
+    policy call this rollout made (the service trains turn i with reward i, e.g. under
+    `advantage_method=group_based_per_turn`); any other list would credit the wrong turns,
+    so it becomes `[total]` with a warning.
+    """
+    per_turn = traj.reward.per_turn if traj.reward is not None else None
+    if not per_turn:
+        return [total]
+    calls = len(traj.turns)
+    problem = None
+    if len(per_turn) != calls:
+        problem = f"{len(per_turn)} per-turn rewards for {calls} policy calls"
+    else:
+        values = [_finite_or(r, math.nan) for r in per_turn]
+        bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
+        if bad:
+            problem = f"per-turn reward {bad[0]} = {repr(per_turn[bad[0]])[:40]}, not finite"
+        else:
+            return values
+    log.warning(
+        "rollout %s: task %r gave %s; reporting the episode total %.4g instead",
+        rollout or "-",
+        traj.task,
+        problem,
+        total,
+    )
+    return [total]
 
 
 def _diagnostics(

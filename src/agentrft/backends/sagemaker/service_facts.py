@@ -45,30 +45,8 @@ MLFLOW_REQUIRED = True
 
 # -- Hyperparameters --------------------------------------------------------------------
 
-#: Documented ranges of training hyperparameters [doc]; checked before CreateJob so a bad
-#: value fails here rather than after the job is queued. `None` = no bound.
-TRAINING_HYPERPARAMETER_RANGES: dict[str, tuple[float | None, float | None]] = {
-    "group_size": (2, 32),
-    "clip_low_threshold": (0, 1),
-    "clip_high_threshold": (1, 10),
-    "temperature": (0, 2),
-    "sampling_top_p": (0, 1),
-    "sampling_max_tokens": (512, 8192),
-    "max_epochs": (1, 30),
-    "max_steps": (1, 1000),
-    "val_every": (0, 100),
-    "lora_rank": (16, 64),
-    "lora_alpha": (16, 128),
-    "learning_rate": (0, 1e-2),
-}
-TRAINING_HYPERPARAMETER_CHOICES: dict[str, tuple[object, ...]] = {
-    "global_batch_size": (32, 64, 128),
-    "advantage_method": (
-        "monte_carlo", "group_based", "group_based_per_turn", "rloo", "reinforce_pp",
-        "reinforce_pp_baseline", "opo", "grpo_passk", "gpg",
-    ),
-    "loss_fn": ("importance_sampling", "ppo", "cispo"),
-}  # fmt: skip
+#: Training hyperparameters, their ranges and the recipe's per-model defaults live in
+#: `recipe.py` (the service's published recipe template, [recipe], and the [doc] table).
 
 #: Hyperparameter names an AgentRFTEvaluation job accepts, per the sample [sample]. The
 #: SDK's evaluator sends `sampling_temperature`/`top_p`/`max_tokens` instead, which the
