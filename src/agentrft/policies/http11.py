@@ -4,9 +4,10 @@ transport of `OpenAIPolicy` (http and https, no proxies, no redirects, no compre
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 
 def safe_url(url: str) -> str:
@@ -16,6 +17,26 @@ def safe_url(url: str) -> str:
     if parts.port:
         netloc += f":{parts.port}"
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def split_userinfo(url: str) -> tuple[str, str | None]:
+    """`url` without its `user:password@`, and the `Basic ...` Authorization value they
+    make (None when the URL carries none). Percent-escapes in them are decoded first, as
+    httpx and browsers do (`p%40ss` is the password `p@ss`).
+
+    HTTP clients will not send a URL's credentials next to an Authorization header (aiohttp
+    refuses, httpx silently drops the header), so the policy clients send them themselves.
+    """
+    parts = urlsplit(url)
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if not at:
+        return url, None
+    bare = urlunsplit(parts._replace(netloc=hostport))
+    if not userinfo:
+        return bare, None
+    user, _, password = userinfo.partition(":")
+    pair = f"{unquote(user)}:{unquote(password)}".encode()
+    return bare, "Basic " + base64.b64encode(pair).decode("ascii")
 
 
 class HTTP11Pool:

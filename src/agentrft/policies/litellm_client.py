@@ -9,11 +9,13 @@ not pay for it.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
 
 from agentrft.messages import Message
+from agentrft.policies.http11 import safe_url, split_userinfo
 from agentrft.policies.openai_client import (
     AttemptError,
     RetryPolicy,
@@ -25,6 +27,8 @@ from agentrft.policies.openai_client import (
 from agentrft.policy import Completion, Policy, Sampling
 from agentrft.redact import is_credential_name, register_secret, scrub_text
 from agentrft.trajectory import FailureKind
+
+logger = logging.getLogger("agentrft.policies")
 
 _litellm: Any = None
 
@@ -48,9 +52,14 @@ class LiteLLMPolicy(Policy):
     Args:
         model: a litellm model string, provider first ("anthropic/claude-...").
         api_base: override the provider's endpoint (e.g. a local OpenAI-compatible server
-            with "openai/<model>").
+            with "openai/<model>"). A `user:password@` in it is taken out of the URL and,
+            unless `api_key` is given, sent as `Authorization: Basic ...` instead of any
+            provider key (the rule of `OpenAIPolicy`). litellm's `openai/` provider keeps
+            that header; providers that set their own (`hosted_vllm/`) replace it, so a
+            Basic-auth proxy needs `openai/<model>`.
         api_key: the provider key; by default litellm reads the provider's usual
-            environment variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...).
+            environment variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...). It wins over
+            the `api_base`'s user:password (one Authorization header holds one credential).
         headers: extra headers on every request.
         timeout_s: per-request timeout.
         max_retries, backoff_base_s, backoff_max_s: as for `OpenAIPolicy` (litellm's own
@@ -83,17 +92,37 @@ class LiteLLMPolicy(Policy):
             )
         self.model = model
         self.name = name or model
-        self.api_base = api_base
         self.headers = dict(headers or {})
+        basic_auth = None
+        if api_base is not None:
+            api_base, basic_auth = split_userinfo(api_base)
+        self.api_base = api_base
+        #: The headers sent: the user's, after the api_base's Basic auth (if it is used).
+        self._request_headers = dict(self.headers)
         self.timeout_s = timeout_s
         self.drop_params = drop_params
         self.extra_body = dict(extra_body or {})
         self.retry = RetryPolicy(max_retries, backoff_base_s, backoff_max_s)
         self._api_key = api_key
+        self._sent_key = api_key
         self._where = f"litellm {model}"
         # Every writer scrubs these; the provider's key from the environment
         # (ANTHROPIC_API_KEY, ...) is scrubbed by its variable's name.
         register_secret(api_key, *(v for k, v in self.headers.items() if is_credential_name(k)))
+        if basic_auth is not None:
+            register_secret(basic_auth.removeprefix("Basic "))
+            if api_key is not None:
+                logger.warning(
+                    "%s: the URL's user:password is not sent; the API key is (one "
+                    "Authorization header holds one credential)",
+                    safe_url(api_base or ""),
+                )
+            else:
+                self._request_headers = {"Authorization": basic_auth, **self.headers}
+                # A placeholder key: litellm's openai/ provider will not send a request
+                # without one, and no ambient provider key goes to an endpoint that names
+                # its own credentials.
+                self._sent_key = "EMPTY"
 
     def __repr__(self) -> str:  # no secrets
         return f"LiteLLMPolicy(model={self.model!r}, api_base={self.api_base!r})"
@@ -115,10 +144,10 @@ class LiteLLMPolicy(Policy):
         )
         if self.api_base:
             kwargs["api_base"] = self.api_base
-        if self._api_key:
-            kwargs["api_key"] = self._api_key
-        if self.headers:
-            kwargs["extra_headers"] = dict(self.headers)
+        if self._sent_key:
+            kwargs["api_key"] = self._sent_key
+        if self._request_headers:
+            kwargs["extra_headers"] = dict(self._request_headers)
         try:
             response = await litellm.acompletion(**kwargs)
         except Exception as exc:

@@ -23,6 +23,16 @@ replaces the backoff delay. A 401/403 with a `token_provider` refreshes the toke
 Final failures raise `PolicyError` with kind `rate_limited`, `http_error`,
 `policy_timeout` or `policy_error`. Error messages never contain the API key or token.
 
+Auth: `Authorization: Bearer <api_key or token_provider's token>`. A base URL carrying
+`user:password@` (a reverse proxy with Basic auth in front of vLLM, say) is used without them
+and they are sent as `Authorization: Basic`, on every transport alike (the HTTP libraries
+disagree: aiohttp refuses the pair, httpx drops the bearer header). An explicit `api_key` or
+`token_provider` wins over the URL's credentials (one Authorization header holds one
+credential; the key is the OpenAI API's own scheme and the deliberate choice, a URL's
+userinfo often rides along with a copied address), and a warning says so. With URL
+credentials `$OPENAI_API_KEY` is not read: an ambient OpenAI key must not go to a proxy
+that names its own credentials.
+
 Heavy imports (openai, aiohttp) happen on first use, so importing this module is cheap.
 """
 
@@ -44,9 +54,10 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
 
 from agentrft.messages import Message, ToolCall
-from agentrft.policies.http11 import HTTP11Pool, safe_url
+from agentrft.policies.http11 import HTTP11Pool, safe_url, split_userinfo
 from agentrft.policy import Completion, Policy, PolicyError, Sampling
 from agentrft.redact import register_secret
 from agentrft.rollout import within
@@ -357,6 +368,12 @@ async def _close_quietly(client: Any) -> None:
         logger.debug("closing the HTTP client failed", exc_info=True)
 
 
+def _password(url: str) -> list[str]:
+    """The URL's password, as written and decoded (for scrubbing error messages)."""
+    password = urlsplit(url).password
+    return [password, unquote(password)] if password else []
+
+
 def _dropped_connection(exc: BaseException) -> BaseException | None:
     """The aiohttp connection error behind an SDK timeout, if that is what it really was.
 
@@ -389,9 +406,12 @@ class OpenAIPolicy(Policy):
 
     Args:
         model: the model name sent in each request.
-        base_url: the API root, e.g. `http://127.0.0.1:8000/v1`.
+        base_url: the API root, e.g. `http://127.0.0.1:8000/v1`. A `user:password@` in it
+            is sent as `Authorization: Basic ...` unless `api_key` or `token_provider` is
+            given (see the module docstring); the URL the client uses carries neither.
         api_key: a static key (sent as `Authorization: Bearer ...`). Defaults to
-            `$OPENAI_API_KEY`, else none (local servers need none).
+            `$OPENAI_API_KEY` (unless `base_url` carries credentials), else none (local
+            servers need none).
         token_provider: instead of `api_key`, a callable returning a bearer token (sync or
             async), called before each request; give it an `invalidate()` method (see
             `CachedToken`) and a 401/403 refreshes the token and retries once.
@@ -438,7 +458,7 @@ class OpenAIPolicy(Policy):
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
         self.model = model
-        self.base_url = base_url.rstrip("/")
+        self.base_url, basic_auth = split_userinfo(base_url.rstrip("/"))
         self.name = name or model
         self.transport = transport
         self.timeout_s = timeout_s
@@ -446,12 +466,24 @@ class OpenAIPolicy(Policy):
         self.extra_body = dict(extra_body or {})
         self.max_connections = max_connections
         self.retry = RetryPolicy(max_retries, backoff_base_s, backoff_max_s)
-        self._api_key = (
-            api_key if api_key is not None or token_provider else os.environ.get("OPENAI_API_KEY")
-        )
+        explicit = api_key is not None or token_provider is not None
+        self._api_key = api_key if explicit or basic_auth else os.environ.get("OPENAI_API_KEY")
         self._token_provider = token_provider
         self._secrets: list[str] = [self._api_key] if self._api_key else []
         self._secrets += [v for k, v in self.headers.items() if _SENSITIVE.search(k) and v]
+        #: Headers every transport's client sends: the user's, after the URL's Basic auth.
+        self._client_headers = dict(self.headers)
+        if basic_auth is not None:
+            self._secrets += [basic_auth.removeprefix("Basic "), *_password(base_url)]
+            if explicit:
+                logger.warning(
+                    "%s: the URL's user:password is not sent; the %s is (one Authorization "
+                    "header holds one credential)",
+                    safe_url(self.base_url),
+                    "API key" if api_key is not None else "token provider's token",
+                )
+            else:
+                self._client_headers = {"Authorization": basic_auth, **self.headers}
         register_secret(*self._secrets)  # so trajectory and report writers scrub them too
         self._where = f"POST {safe_url(self.base_url)}/chat/completions"
         self._client: Any = None  # AsyncOpenAI or aiohttp.ClientSession
@@ -557,7 +589,7 @@ class OpenAIPolicy(Policy):
             api_key=self._api_key or "EMPTY",
             max_retries=0,
             timeout=self.timeout_s,
-            default_headers=self.headers or None,
+            default_headers=self._client_headers or None,
             http_client=http_client,
         )
 
@@ -594,7 +626,7 @@ class OpenAIPolicy(Policy):
         return aiohttp.ClientSession(
             connector=connector,
             timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-            headers={"Content-Type": "application/json", **self.headers},
+            headers={"Content-Type": "application/json", **self._client_headers},
         )
 
     async def _attempt_aiohttp(self, body: dict[str, Any]) -> Completion:
@@ -617,7 +649,7 @@ class OpenAIPolicy(Policy):
         return self._parse(raw)
 
     def _make_raw_pool(self) -> HTTP11Pool:
-        return HTTP11Pool(self.base_url, self.max_connections, self.headers)
+        return HTTP11Pool(self.base_url, self.max_connections, self._client_headers)
 
     async def _attempt_raw(self, body: dict[str, Any]) -> Completion:
         pool = await self._client_for_loop(self._make_raw_pool)

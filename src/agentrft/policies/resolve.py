@@ -6,7 +6,8 @@ Accepted specs:
 - `openai:MODEL`: an OpenAI-compatible server (`base_url`, else `$OPENAI_BASE_URL`, else
   OpenAI itself), key from `api_key`, else `$OPENAI_API_KEY`, else "EMPTY" (vLLM ignores it);
 - `http(s)://host:port/v1`: an OpenAI-compatible server at that URL; the model is `model`,
-  else the first entry of the server's `/v1/models`;
+  else the first entry of the server's `/v1/models`. A `user:password@` in the URL is sent
+  as HTTP Basic auth unless `api_key` is given (then the key is; see `OpenAIPolicy`);
 - `litellm:PROVIDER/MODEL`: any provider litellm knows (frontier-model baselines).
 
 Client modules import lazily, so resolving `expert` never loads the `openai` SDK.
@@ -18,7 +19,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from agentrft.policies.http11 import safe_url
+from agentrft.policies.http11 import safe_url, split_userinfo
 from agentrft.policy import Policy
 
 SPEC_HELP = (
@@ -56,11 +57,11 @@ def resolve_policy(
         name = spec.removeprefix("openai:")
         if not name:
             raise PolicySpecError("policy 'openai:' needs a model name, e.g. openai:gpt-4o-mini")
-        url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
         return _openai(url, name, api_key, headers)
     if spec.startswith(("http://", "https://")):
         url = spec.rstrip("/")
-        name = model or first_served_model(url, _key(api_key), headers)
+        name = model or first_served_model(url, _key(api_key, url), headers)
         return _openai(url, name, api_key, headers)
     if spec.startswith("litellm:"):
         name = spec.removeprefix("litellm:")
@@ -82,32 +83,47 @@ def resolve_policy(
     raise PolicySpecError(f"unknown policy {spec!r}; use {SPEC_HELP}")
 
 
-def _key(api_key: str | None) -> str:
-    return api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+def _key(api_key: str | None, url: str) -> str | None:
+    """The bearer key: `api_key`, else none if the URL carries user:password (they are the
+    credentials then), else `$OPENAI_API_KEY`, else "EMPTY"."""
+    if api_key:
+        return api_key
+    if split_userinfo(url)[1] is not None:
+        return None
+    return os.environ.get("OPENAI_API_KEY") or "EMPTY"
 
 
 def _openai(
-    base_url: str | None, model: str, api_key: str | None, headers: Mapping[str, str] | None
+    base_url: str, model: str, api_key: str | None, headers: Mapping[str, str] | None
 ) -> Policy:
     from agentrft.policies.openai_client import OpenAIPolicy
 
     return OpenAIPolicy(
         model,
-        base_url or OPENAI_URL,
-        api_key=_key(api_key),
+        base_url,
+        api_key=_key(api_key, base_url),
         headers=dict(headers) if headers else None,
     )
 
 
 def first_served_model(
-    base_url: str, api_key: str, headers: Mapping[str, str] | None = None, timeout: float = 10.0
+    base_url: str,
+    api_key: str | None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 10.0,
 ) -> str:
-    """The first model id listed by an OpenAI-compatible server's `/models`."""
+    """The first model id listed by an OpenAI-compatible server's `/models`.
+
+    Sent with `Authorization: Bearer <api_key>`, else with the URL's user:password as Basic
+    auth (the rule `OpenAIPolicy` follows).
+    """
     import httpx
 
-    url = base_url.rstrip("/") + "/models"
+    bare, basic_auth = split_userinfo(base_url.rstrip("/"))
+    url = bare + "/models"
     shown = safe_url(url)  # errors never carry user:password@
-    all_headers = {"Authorization": f"Bearer {api_key}", **dict(headers or {})}
+    auth = f"Bearer {api_key}" if api_key else basic_auth
+    all_headers = {**({"Authorization": auth} if auth else {}), **dict(headers or {})}
     try:
         response = httpx.get(url, headers=all_headers, timeout=timeout)
         response.raise_for_status()
