@@ -162,10 +162,12 @@ class Served:
             return client.post("/invocations", json=body)
 
 
-def serve(task: Task, **kwargs: Any) -> Served:
+def serve(task: Task, transport: str = "openai", **kwargs: Any) -> Served:
     tokens = TokenProviders()
     # Fast retries: a down endpoint must not cost the suite seconds of backoff.
-    factory = functools.partial(openai_policy_factory, max_retries=1, backoff_base_s=0.01)
+    factory = functools.partial(
+        openai_policy_factory, max_retries=1, backoff_base_s=0.01, transport=transport
+    )
     reporter = JobRuntimeReporter(
         client_config={"retries": {"mode": "standard", "max_attempts": 1}}
     )
@@ -232,6 +234,87 @@ def test_inference_params_reach_the_model(aws: None) -> None:
         app.invoke(with_endpoint(body, jr.endpoint))
     sent = jr.chat[0].body
     assert (sent["temperature"], sent["max_tokens"], sent["top_p"]) == (0.3, 777, 0.9)
+
+
+@pytest.mark.parametrize("transport", ["openai", "aiohttp", "raw"])
+def test_no_inference_params_means_no_sampling_field(aws: None, transport: str) -> None:
+    """The job's own settings decide (its sampling_max_tokens, the recipe): the runtime
+    invents none, on every transport the policy client has."""
+    with loopback() as jr, serve(DoorTask(), transport=transport) as app:
+        resp = app.invoke(with_endpoint(payload(door_row(secret=2)), jr.endpoint))
+    assert resp.json()["reward"] > 0 and len(jr.chat) == 2
+    for chat in jr.chat:
+        assert not {"temperature", "top_p", "max_tokens"} & set(chat.body), chat.body
+        assert chat.body["model"] == "default" and chat.body["messages"]
+
+
+@pytest.mark.parametrize(
+    ("params", "sent"),
+    [
+        ({"inferenceParams": {"maxTokens": 8192}}, {"max_tokens": 8192}),
+        ({"inference_params": {"top_p": 0.5, "topP": 0.9}}, {"top_p": 0.5}),  # snake first
+        ({"inferenceParams": {"temperature": 0, "max_tokens": None}}, {"temperature": 0.0}),
+        ({"inferenceParams": {"temperature": "hot", "topP": 0.95}}, {"top_p": 0.95}),
+    ],
+    ids=["camel-max-tokens-only", "snake-spelling", "temperature-zero", "bad-value-dropped"],
+)
+def test_exactly_the_inference_params_set_are_sent(
+    aws: None, params: dict[str, Any], sent: dict[str, Any]
+) -> None:
+    with loopback() as jr, serve(DoorTask()) as app:
+        app.invoke(with_endpoint(payload(door_row(secret=1), **params), jr.endpoint))
+    body = jr.chat[0].body
+    assert {k: body[k] for k in ("temperature", "top_p", "max_tokens") if k in body} == sent
+
+
+def test_the_loops_sampling_never_overrides_the_jobs() -> None:
+    from agentrft.backends.sagemaker.payload import parse_payload
+
+    job = parse_payload(
+        {**payload("{}"), "inferenceParams": {"temperature": 0.9}}, {"AWS_REGION": "us-east-1"}
+    )
+    policy = openai_policy_factory(job, TokenProviders().for_region("us-east-1"))
+    from_loop = {"model": "default", "messages": [], "temperature": 0.2, "top_p": 0.5,
+                 "max_tokens": 99, "tools": []}  # fmt: skip
+    assert policy.job_body(from_loop) == {
+        "model": "default", "messages": [], "tools": [], "temperature": 0.9
+    }  # fmt: skip
+
+
+class PerTurnTask(DoorTask):
+    """DoorTask whose per-turn list is whatever `make(turns)` returns."""
+
+    def __init__(self, make: Any) -> None:
+        super().__init__()
+        self.make = make
+
+    def reward(self, env: Environment, trajectory: Trajectory) -> RewardResult:
+        result = super().reward(env, trajectory)
+        return result.model_copy(update={"per_turn": self.make(len(trajectory.turns))})
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        (lambda n: [0.5] * (n + 1), "3 per-turn rewards for 2 policy calls"),
+        (lambda n: [0.5, float("nan")][:n], "per-turn reward 1 = nan, not finite"),
+        (lambda n: [0.5, float("inf")][:n], "per-turn reward 1 = inf, not finite"),
+    ],
+    ids=["too-long", "nan", "inf"],
+)
+def test_per_turn_rewards_that_do_not_fit_become_the_total(
+    aws: None, caplog: pytest.LogCaptureFixture, make: Any, why: str
+) -> None:
+    with (
+        caplog.at_level("WARNING", logger="agentrft.runtime"),
+        loopback() as jr,
+        serve(PerTurnTask(make)) as app,
+    ):
+        resp = app.invoke(with_endpoint(payload(door_row(secret=2)), jr.endpoint))
+    total = resp.json()["reward"]
+    assert len(jr.chat) == 2
+    assert jr.rewards[0].body["Rewards"] == [total]
+    assert any(why in r.getMessage() and "episode total" in r.getMessage() for r in caplog.records)
 
 
 def test_per_turn_rewards_go_to_update_reward(aws: None) -> None:
