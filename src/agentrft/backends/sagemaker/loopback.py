@@ -45,6 +45,7 @@ class Recorded:
     headers: dict[str, str]
     body: Any
     seq: int
+    method: str = "POST"
 
     @property
     def bearer(self) -> str | None:
@@ -126,10 +127,12 @@ class LoopbackJobRuntime:
         with self._lock:
             return [r for r in self.requests if _trajectory_of(r) == trajectory_id]
 
-    def _record(self, path: str, headers: dict[str, str], body: Any) -> Recorded:
+    def _record(
+        self, path: str, headers: dict[str, str], body: Any, method: str = "POST"
+    ) -> Recorded:
         with self._lock:
             self._seq += 1
-            rec = Recorded(path, headers, body, self._seq)
+            rec = Recorded(path, headers, body, self._seq, method)
             self.requests.append(rec)
             return rec
 
@@ -187,6 +190,11 @@ def _make_handler(owner: LoopbackJobRuntime) -> type[BaseHTTPRequestHandler]:
             except Exception as exc:  # a policy bug shows up as a readable 500
                 status, out = 500, {"Message": f"{type(exc).__name__}: {exc}"}
             self._send(status, out)
+
+        def do_GET(self) -> None:  # the job runtime has no GET route: record, refuse
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            owner._record(self.path.split("?", 1)[0], headers, None, "GET")
+            self._send(404, {"Message": f"no route GET {self.path.split('?', 1)[0]}"})
 
         def _send(self, status: int, out: dict[str, Any]) -> None:
             data = json.dumps(out).encode()
