@@ -78,7 +78,7 @@ def finished(name: str, metrics: dict[str, Any], prefill: int, sampled: int) -> 
     )
 
 
-def test_runs_one_job_at_a_time_and_tabulates_pass_at_k() -> None:
+def test_runs_one_job_at_a_time_and_tabulates_pass_at_k(tmp_path: Any) -> None:
     s = stubbed_aws(REGION)
     s["sagemaker"].add_response("describe_hub_content", hub_content_response())
     s["s3"].add_response("get_object", {"Body": _empty_specs()})
@@ -137,21 +137,27 @@ def test_runs_one_job_at_a_time_and_tabulates_pass_at_k() -> None:
         return real_create(**params)
 
     s.aws.sagemaker.create_job = spy  # type: ignore[method-assign]
-    outcomes = (
-        SageMakerBackend()
-        .evaluate(
-            FindNumberTask(),
-            config(),
-            runs=[("base", 1.0), ("trained", 0.7)],
-            model_package_arn=PACKAGE,
-            console=out,
-            aws=s.aws,
-            skip_preflight=True,
-            sleep=lambda _: None,
-        )
-        .outcomes
+    result = SageMakerBackend().evaluate(
+        FindNumberTask(),
+        config(),
+        runs=[("base", 1.0), ("trained", 0.7)],
+        model_package_arn=PACKAGE,
+        console=out,
+        aws=s.aws,
+        skip_preflight=True,
+        sleep=lambda _: None,
     )
+    outcomes = result.outcomes
     s.assert_done()
+    result.write_report(tmp_path / "report.json", {"task": "find_number"})
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [(r["run"], r["temperature"], r["status"]) for r in report["runs"]] == [
+        ("base", 1.0, "Completed"), ("trained", 0.7, "Completed")
+    ]  # fmt: skip
+    assert report["runs"][0]["pass_at_k"] == {"1": 0.42, "8": 0.91}
+    assert report["runs"][1]["mean_reward"] == 1.21
+    assert report["runs"][0]["billed_tokens"] == {"prefill": 9_000_000, "sampling": 3_000_000}
+    assert report["runs"][0]["cost"] == pytest.approx(2.10)
     assert [o.status for o in outcomes] == ["Completed", "Completed"]
     docs = [json.loads(c["JobConfigDocument"]) for c in created]
     base, trained = docs
@@ -172,6 +178,11 @@ def test_runs_one_job_at_a_time_and_tabulates_pass_at_k() -> None:
     assert base["OutputDataConfig"]["MlflowConfig"]["MlflowRunName"] == created[0]["JobName"]
     assert "base-t1-" in created[0]["JobName"] and "trained-t0p7-" in created[1]["JobName"]
     table = buf.getvalue()
+    # One job at a time: the second run is queued behind the first, and the console says so.
+    assert "2 runs queued" in table
+    assert (
+        f"run 2/2 (trained at temperature 0.7) was queued behind {created[0]['JobName']}" in table
+    )
     assert "pass@1" in table and "pass@8" in table
     assert "0.420" in table and "0.910" in table and "0.840" in table and "0.990" in table
     assert "0.370" in table and "1.210" in table

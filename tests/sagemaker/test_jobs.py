@@ -535,3 +535,32 @@ def test_an_unreadable_schema_is_a_note_not_a_failure() -> None:
     )
     s.assert_done()
     assert "document schema not checked" in buf.getvalue()
+
+
+def test_nova_groups_are_created_restricted_as_the_sdk_does() -> None:
+    from agentrft.backends.sagemaker.hub import ensure_model_package_group
+
+    s = stubbed_aws(REGION, services=["sagemaker"])
+    s["sagemaker"].add_client_error(
+        "describe_model_package_group", "ValidationException", "ModelPackageGroup x does not exist."
+    )
+    s["sagemaker"].add_response(
+        "create_model_package_group",
+        {"ModelPackageGroupArn": OUT_GROUP},
+        {"ModelPackageGroupName": "amazon-nova-lite-v2-mtrl-mpg",
+         "ManagedConfiguration": {"ManagedStorageType": "Restricted"}},
+    )  # fmt: skip
+    found = ensure_model_package_group(s.aws, "amazon-nova-lite-v2-mtrl-mpg", restricted=True)
+    assert found.action == "created"
+    s.assert_done()
+
+
+def test_no_hyperparameters_set_sends_none_and_the_recipe_decides(tmp_path: Any) -> None:
+    out, buf = console()
+    result = SageMakerBackend().train(
+        FindNumberTask(), config(base_model_version="1.2.0"), dry_run=True, console=out
+    )
+    doc = json.loads(result.request["JobConfigDocument"])
+    assert "HyperParameters" not in doc["TrainingConfig"]  # as the SDK: nothing changed
+    assert "0 hyperparameters sent" in buf.getvalue()
+    assert all(not row.sent for row in result.plan or [])
