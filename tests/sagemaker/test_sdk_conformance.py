@@ -387,6 +387,19 @@ def test_not_in_valid_status_agentrft_follows_the_sdks_intent(
     assert ours == sdk["answer"] == {"reward": 1.0}  # a reporting error never fails the answer
 
 
+def test_409_cannot_transition_counts_as_completed_for_agentrft_only(
+    aws_env: None, tmp_path: Path
+) -> None:
+    ours, ours_t, sdk, sdk_t = both(
+        tmp_path,
+        sdk_reward=1.0,
+        on_report=fail_complete(409, "Cannot transition trajectory sdk from READY to READY"),
+    )
+    assert paths(ours_t) == [CHAT, CHAT, *REPORTS]  # the trajectory moved on: reward it
+    assert paths(sdk_t) == [CHAT, CHAT, REPORTS[0]]
+    assert ours == sdk["answer"] == {"reward": 1.0}
+
+
 def test_a_500_agentrft_retries_with_the_same_client_token(aws_env: None, tmp_path: Path) -> None:
     ours, ours_t, sdk, sdk_t = both(
         tmp_path, sdk_reward=1.0, on_report=fail_complete(500, "internal"), report_retries=1
@@ -439,13 +452,10 @@ def group(name: str) -> dict[str, Any]:
     }
 
 
-def test_the_launch_run_requests_agree_with_multi_turn_rl_trainer(
-    aws_env: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytest.importorskip("agentrft_wordle")
+def trainer_scenario(hyperparameters: dict[str, Any]) -> dict[str, Any]:
     hub = json.loads(json.dumps(hub_content_response(BASE, "1.2.0"), default=str))
     job = json.loads(json.dumps(describe_job_response("x"), default=str))
-    scenario = {
+    return {
         "trainer": {
             "model": BASE,
             "agent_env": RUNTIME,
@@ -455,7 +465,7 @@ def test_the_launch_run_requests_agree_with_multi_turn_rl_trainer(
             "mlflow_app_arn": MLFLOW,
             "role": ROLE,
         },
-        "hyperparameters": LAUNCH_HPS,
+        "hyperparameters": hyperparameters,
         "responses": {
             "sts.GetCallerIdentity": {"Account": ACCOUNT, "UserId": "AIDA",
                                       "Arn": f"arn:aws:iam::{ACCOUNT}:user/me"},
@@ -469,10 +479,34 @@ def test_the_launch_run_requests_agree_with_multi_turn_rl_trainer(
             "sagemaker.DescribeJob": job,
         },
     }  # fmt: skip
-    sdk = drive("train", scenario, tmp_path)
+
+
+def sdk_create_job(hyperparameters: dict[str, Any], tmp: Path) -> tuple[dict[str, Any], Any]:
+    """MultiTurnRLTrainer(...).train(wait=False) with `hyperparameters` set: its CreateJob
+    parameters, and every call it made."""
+    sdk = drive("train", trainer_scenario(hyperparameters), tmp)
     assert "raised" not in sdk, sdk.get("raised")
     assert all(c["valid"] for c in sdk["calls"])  # botocore's model accepted every request
     (theirs,) = [c["params"] for c in sdk["calls"] if c["call"] == "sagemaker.CreateJob"]
+    return theirs, sdk["calls"]
+
+
+def test_a_value_set_to_todays_default_is_sent_by_agentrft_only(tmp_path: Path) -> None:
+    from agentrft.backends.sagemaker.job_document import training_hyperparameters
+    from agentrft.config import load_config
+
+    theirs, _ = sdk_create_job({"max_steps": 50, "group_size": 16}, tmp_path)
+    doc = json.loads(theirs["JobConfigDocument"])
+    assert doc["TrainingConfig"]["HyperParameters"] == {"group_size": "16"}
+    ours = training_hyperparameters(load_config(values={"max_steps": 50, "group_size": 16}))
+    assert ours == {"max_steps": "50", "group_size": "16"}
+
+
+def test_the_launch_run_requests_agree_with_multi_turn_rl_trainer(
+    aws_env: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("agentrft_wordle")
+    theirs, calls = sdk_create_job(LAUNCH_HPS, tmp_path)
 
     # agentrft, offline, with the sample launcher's flags, and the network blocked.
     import socket
@@ -529,6 +563,6 @@ def test_the_launch_run_requests_agree_with_multi_turn_rl_trainer(
         "sagemaker-sdk:jumpstart-model-id", "sagemaker-sdk:jumpstart-hub-name"
     }  # fmt: skip
     # What the SDK looked up, and agentrft's dry run did not (`--lookups` does the reads).
-    looked_up = [c["call"] for c in sdk["calls"]]
+    looked_up = [c["call"] for c in calls]
     assert "sagemaker.DescribeHubContent" in looked_up and "s3.GetObject" in looked_up
     assert looked_up.count("sagemaker.DescribeModelPackageGroup") == 2

@@ -232,7 +232,9 @@ class PlanRow:
 
     name: str
     value: str
-    source: str  # "you", "agentrft", "recipe default", "service default (not published)"
+    #: "set by you", "agentrft default", "recipe default" (the published template),
+    #: "AWS docs default" (the documented table) or "service default (not published)".
+    source: str
     sent: bool
 
 
@@ -243,7 +245,7 @@ def plan(
 
     A sent value is "set by you" when the config file, `--set` or a flag set it, else
     agentrft's default (only with `send_hyperparameters=all`); an unsent one is the
-    recipe's default for `model` where published.
+    recipe template's default for `model`, else AWS's documented one, where published.
     """
     template, _ = template_for(model)
     rows = []
@@ -252,11 +254,13 @@ def plan(
             source = "set by you" if name in user_set or not send_all else "agentrft default"
             rows.append(PlanRow(name, sent[name], source, True))
             continue
-        default = template.params[name].default_for(model)
+        param = template.params[name]
+        default = param.default_for(model)
         if default is None:
             rows.append(PlanRow(name, "–", "service default (not published)", False))
         else:
-            rows.append(PlanRow(name, _shown(default), "recipe default", False))
+            where = "recipe default" if param.source == "[recipe]" else "AWS docs default"
+            rows.append(PlanRow(name, _shown(default), where, False))
     return rows
 
 
