@@ -44,6 +44,10 @@ CPU_PRESET_LOCAL: dict[str, Any] = {
     # ~17 GB. The first 2k tokens hold the prompt and the first moves, which is what the
     # warm-up must teach.
     "max_sequence_length": 2048,
+    # After a short warm-up the tiny model breaks its tool call in most turns at
+    # temperature 1; with the blame on the turn that broke it, GRPO keeps the calls it
+    # learns (measured on Wordle: without it, 1 seed in 3 gained nothing).
+    "format_credit": 0.5,
 }
 CPU_PRESET_EVAL: dict[str, Any] = {"n": 32}
 #: Each turn re-reads the whole game; six turns bound a CPU episode (a Wordle game is six
