@@ -61,3 +61,18 @@ async def test_resume_continues_exactly(tmp_path):
 async def test_resume_needs_a_run_directory(tmp_path):
     with pytest.raises(FileNotFoundError, match="is not a run directory"):
         await train_async(CountA(), tiny_config(tmp_path), resume=str(tmp_path))
+
+
+def test_runs_started_in_the_same_second_get_their_own_directories(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agentrft.backends.local.run import RunDir
+
+    config = tiny_config(tmp_path, **{"local.run_name": "same"})
+    (tmp_path / "runs" / "same-3").mkdir(parents=True)
+    (tmp_path / "runs" / "same-3" / "notes.txt").write_text("not a run")
+    with ThreadPoolExecutor(8) as pool:
+        runs = list(pool.map(lambda _: RunDir.create(config, "t"), range(8)))
+    paths = {r.path.name for r in runs}
+    assert len(paths) == 8 and "same" in paths and "same-3" not in paths
+    assert all((r.path / "config.yaml").is_file() for r in runs)

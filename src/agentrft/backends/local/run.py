@@ -61,18 +61,24 @@ class RunDir:
         """A fresh run directory under `config.local.run_dir` (name: run_name or task-time)."""
         root = Path(config.local.run_dir)
         name = config.local.run_name or f"{task_name}-{time.strftime('%Y%m%d-%H%M%S')}"
-        path = root / name
-        if path.exists() and any(path.iterdir()):
-            n = 2
-            while (root / f"{name}-{n}").exists():
-                n += 1
-            path = root / f"{name}-{n}"
-        path.mkdir(parents=True, exist_ok=True)
-        run = cls(path)
         # Without secrets (URL passwords, keys): resume takes them from its own config.
         safe = Config.model_validate(scrub(config.model_dump(mode="json")))
-        (path / "config.yaml").write_text(dump_config(safe), encoding="utf-8")
-        return run
+        text = dump_config(safe)
+        n = 1
+        while True:
+            path = root / (name if n == 1 else f"{name}-{n}")
+            path.mkdir(parents=True, exist_ok=True)
+            if any(path.iterdir()):  # someone's files, or another run: never mix in
+                n += 1
+                continue
+            try:
+                # Creating config.yaml exclusively claims the directory: two runs started in
+                # the same second (same name) cannot both take it.
+                with (path / "config.yaml").open("x", encoding="utf-8") as fh:
+                    fh.write(text)
+                return cls(path)
+            except FileExistsError:
+                n += 1
 
     @classmethod
     def open(cls, path: str | Path) -> RunDir:
