@@ -2,7 +2,8 @@
 
 Plays `CounterTask` episodes (exactly `--turns` turns each, one tool call per turn) through
 `OpenAIPolicy` and `run_episodes`, with the fake server in a child process so that it does
-not share the client's core, and prints, per transport:
+not share the client's core (bench/precise_server.py), and prints, per transport
+(bench/transports.py):
 
   (a) turns per second with a zero-latency server (`--episodes` episodes, `--concurrency`
       in flight);
@@ -10,15 +11,16 @@ not share the client's core, and prints, per transport:
       episodes all in flight at once, against two ideals: the nominal one (turns per
       episode x latency) and the delivered one (per episode, the sum of the latencies the
       server actually delivered, measured by the server from request read to reply written;
-      the largest over episodes). The server runs with `precise_latency` (a reply leaves
+      the largest over episodes). The server runs with precise latency (a reply leaves
       within a few microseconds of its due time; `--plain-latency` for asyncio.sleep alone).
       Then where the last episode to finish spent the wall time: start (first request out,
       i.e. the start-up stagger of the episodes), server (its delivered latencies), client
       (reply written -> next request read, summed over its turns: the client's per-turn
       cost plus loopback), tail (last reply -> run over).
 
-Transports: `openai` (the openai SDK on httpx), `openai-aiohttp` (the SDK on its aiohttp
-client) and `aiohttp` (OpenAIPolicy's lean transport). Two references: the agent loop
+Transports: `openai` (the openai SDK on httpx: the product's client), `openai-aiohttp`
+(the SDK on its aiohttp client), `aiohttp` (a lean aiohttp session) and `raw` (HTTP/1.1 on
+asyncio streams), all with `OpenAIPolicy`'s semantics. Two references: the agent loop
 alone with a `ScriptedPolicy` and no HTTP (the ceiling of (a)), and raw keep-alive sockets
 with no client library and no agent loop (the floor of (b) on this machine and server). Each figure is the best and the median of
 `--repeat` runs (the machine may be shared). Prints figures only; asserts nothing.
@@ -45,13 +47,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
+from precise_server import BenchServer
+from transports import TRANSPORTS, policy_for
+
 from agentrft import ScriptedPolicy, run_episodes
 from agentrft.policies.openai_client import OpenAIPolicy
-from agentrft.testing import CounterTask, FakeOpenAIServer, counter_script
+from agentrft.testing import CounterTask, counter_script
 from agentrft.testing.fake_server import DeliveredLatency
 from agentrft.testing.tasks import CounterInstance
 
-TRANSPORTS = ["openai", "openai-aiohttp", "aiohttp", "raw"]
 GC_FREEZE = False  # --gc-freeze
 T = TypeVar("T")
 
@@ -227,7 +231,7 @@ async def _turns_per_s(policy: Any, args: argparse.Namespace) -> tuple[list[floa
 
 
 async def _vs_ideal(
-    policy: Any, server: FakeOpenAIServer, turns: int, args: argparse.Namespace
+    policy: Any, server: BenchServer, turns: int, args: argparse.Namespace
 ) -> tuple[list[BRun], str]:
     await _play(policy, args.concurrency, 1, args.concurrency)
 
@@ -245,17 +249,17 @@ async def _vs_ideal(
 
 
 def _policy(url: str, transport: str, args: argparse.Namespace) -> OpenAIPolicy:
-    return OpenAIPolicy(
+    return policy_for(  # type: ignore[no-any-return]
+        transport,
         "counter",
         url,
-        transport=transport,  # type: ignore[arg-type]
         max_connections=args.concurrency * 2,
         max_retries=0,  # a failed request should show, not hide in a retry
     )
 
 
 async def _bench_transport(
-    fast: str, slow: FakeOpenAIServer, transport: str, args: argparse.Namespace
+    fast: str, slow: BenchServer, transport: str, args: argparse.Namespace
 ) -> None:
     async with _policy(fast, transport, args) as policy:
         rates, note = await _turns_per_s(policy, args)
@@ -272,7 +276,7 @@ async def _bench_transport(
 
 
 async def _raw_floor(
-    server: FakeOpenAIServer, turns: int, episodes: int, args: argparse.Namespace
+    server: BenchServer, turns: int, episodes: int, args: argparse.Namespace
 ) -> tuple[list[BRun], str]:
     """(b) with no client library and no agent loop: `episodes` raw keep-alive sockets
     each sending `turns` requests in sequence. What the machine and server allow."""
@@ -315,7 +319,7 @@ async def _raw_floor(
     return runs
 
 
-async def _bench_floor(slow: FakeOpenAIServer, args: argparse.Namespace) -> None:
+async def _bench_floor(slow: BenchServer, args: argparse.Namespace) -> None:
     for turns in args.b_turns:
         for episodes in (1, args.concurrency):
             runs, note = await _raw_floor(slow, turns, episodes, args)
@@ -366,15 +370,11 @@ def main() -> None:
     args = parser.parse_args()
     global GC_FREEZE
     GC_FREEZE = args.gc_freeze
-    transports = TRANSPORTS if args.transport == "all" else [args.transport]
+    transports = list(TRANSPORTS) if args.transport == "all" else [args.transport]
 
-    common: dict[str, Any] = {"process": True, "record": False, "parse_messages": False}
-    fast = FakeOpenAIServer(counter_script, **common)
-    slow = FakeOpenAIServer(
-        counter_script,
-        latency_s=args.latency_ms / 1000.0,
-        precise_latency=not args.plain_latency,
-        **common,
+    fast = BenchServer(counter_script)
+    slow = BenchServer(
+        counter_script, latency_s=args.latency_ms / 1000.0, precise=not args.plain_latency
     )
     with fast, slow:
         CpuMeter.pids = [p for p in (fast.pid, slow.pid) if p is not None and p != os.getpid()]

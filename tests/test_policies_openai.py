@@ -1,6 +1,7 @@
 """`OpenAIPolicy` against the loopback `FakeOpenAIServer`: every injected fault ends an
-episode with a reward and a recorded failure kind, on every transport; retries, backoff and
-Retry-After; bearer-token refresh; secrets never in errors; response mapping."""
+episode with a reward and a recorded failure kind; retries, backoff and Retry-After;
+bearer-token refresh; secrets never in errors; response mapping. (The benchmarks' other HTTP
+clients get the same checks in tests/bench/test_transports.py.)"""
 
 from __future__ import annotations
 
@@ -16,14 +17,8 @@ from typing import Any
 import pytest
 
 from agentrft import Completion, Message, PolicyError, Sampling, call, run_episode
-from agentrft.policies.openai_client import (
-    CachedToken,
-    OpenAIPolicy,
-    RetryPolicy,
-    Transport,
-    completion_from_openai,
-    parse_retry_after,
-)
+from agentrft.policies.openai_client import CachedToken, OpenAIPolicy, completion_from_openai
+from agentrft.policies.retry import RetryPolicy, parse_retry_after
 from agentrft.testing import (
     FakeOpenAIServer,
     FindNumberTask,
@@ -39,7 +34,6 @@ from agentrft.testing import (
 TASK = FindNumberTask()
 ROW = json.dumps({"secret": 37, "low": 1, "high": 100})
 LOWEST = TASK.lowest_reward().total
-TRANSPORTS: list[Transport] = ["openai", "openai-aiohttp", "aiohttp", "raw"]
 FAST = {"backoff_base_s": 0.001, "backoff_max_s": 0.01}
 
 
@@ -56,14 +50,9 @@ def fake(server: FakeOpenAIServer) -> FakeOpenAIServer:
     return server
 
 
-@pytest.fixture(params=TRANSPORTS)
-def transport(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-def policy(fake: FakeOpenAIServer, transport: Transport = "aiohttp", **kw: Any) -> OpenAIPolicy:
+def policy(fake: FakeOpenAIServer, **kw: Any) -> OpenAIPolicy:
     options = {"max_retries": 2, "timeout_s": 5.0, **FAST, **kw}
-    return OpenAIPolicy("fake-model", fake.base_url, transport=transport, **options)
+    return OpenAIPolicy("fake-model", fake.base_url, **options)
 
 
 async def play(p: OpenAIPolicy, **kw: Any) -> Any:
@@ -76,8 +65,8 @@ async def play(p: OpenAIPolicy, **kw: Any) -> Any:
 # --- whole episodes ----------------------------------------------------------------------
 
 
-async def test_expert_episode_over_http(fake: FakeOpenAIServer, transport: Transport) -> None:
-    traj = await play(policy(fake, transport, headers={"X-Amzn-SageMaker-Test": "yes"}))
+async def test_expert_episode_over_http(fake: FakeOpenAIServer) -> None:
+    traj = await play(policy(fake, headers={"X-Amzn-SageMaker-Test": "yes"}))
     assert traj.solved and traj.stop_reason == "done" and traj.failures == []
     requests = fake.chat_requests
     assert len(requests) == len(traj.turns)
@@ -98,9 +87,7 @@ async def test_expert_episode_over_http(fake: FakeOpenAIServer, transport: Trans
     assert traj.turns[0].prompt_tokens > 0 and traj.turns[0].completion_tokens > 0
 
 
-async def test_sampling_parameters_and_extras_are_sent(
-    fake: FakeOpenAIServer, transport: Transport
-) -> None:
+async def test_sampling_parameters_and_extras_are_sent(fake: FakeOpenAIServer) -> None:
     sampling = Sampling(
         temperature=0.7,
         top_p=0.9,
@@ -109,7 +96,7 @@ async def test_sampling_parameters_and_extras_are_sent(
         stop=["</s>"],
         extra={"logprobs": True, "return_token_ids": True},
     )
-    p = policy(fake, transport, extra_body={"top_k": 20, "logprobs": False})
+    p = policy(fake, extra_body={"top_k": 20, "logprobs": False})
     await play(p, sampling=sampling)
     body = fake.chat_requests[0].body
     assert body["temperature"] == 0.7 and body["top_p"] == 0.9 and body["max_tokens"] == 64
@@ -125,14 +112,12 @@ async def test_max_completion_tokens_replaces_max_tokens(fake: FakeOpenAIServer)
     assert body["max_completion_tokens"] == 99 and "max_tokens" not in body
 
 
-async def test_token_ids_logprobs_and_reasoning_come_back(
-    fake: FakeOpenAIServer, transport: Transport
-) -> None:
+async def test_token_ids_logprobs_and_reasoning_come_back(fake: FakeOpenAIServer) -> None:
     msg = Message(role="assistant", tool_calls=[call("guess", {"number": 37})], reasoning="mid")
     fake.script = lambda messages, tools: Completion(
         message=msg, prompt_token_ids=[1, 2, 3], completion_token_ids=[9, 8], logprobs=[-0.5, -0.25]
     )
-    traj = await play(policy(fake, transport))
+    traj = await play(policy(fake))
     turn = traj.turns[0]
     assert turn.assistant.reasoning == "mid"
     assert turn.prompt_token_ids == [1, 2, 3]
@@ -157,14 +142,13 @@ async def test_token_ids_logprobs_and_reasoning_come_back(
 )
 async def test_server_faults_end_the_episode_with_a_reward(
     fake: FakeOpenAIServer,
-    transport: Transport,
     reply: Any,
     kind: str,
     status: int | None,
     requests: int,
 ) -> None:
     fake.script = lambda messages, tools: reply
-    traj = await play(policy(fake, transport))
+    traj = await play(policy(fake))
     assert traj.stop_reason == kind
     assert traj.failure_kinds == [kind]
     assert traj.reward is not None and traj.reward.total == LOWEST
@@ -173,12 +157,10 @@ async def test_server_faults_end_the_episode_with_a_reward(
         assert f"HTTP {status}" in traj.failures[0].detail
 
 
-async def test_timeout_is_retried_then_reported(
-    fake: FakeOpenAIServer, transport: Transport
-) -> None:
+async def test_timeout_is_retried_then_reported(fake: FakeOpenAIServer) -> None:
     fake.script = lambda messages, tools: slow(2.0, call("guess", {"number": 37}))
     t0 = time.perf_counter()
-    traj = await play(policy(fake, transport, timeout_s=0.15, max_retries=1))
+    traj = await play(policy(fake, timeout_s=0.15, max_retries=1))
     assert traj.stop_reason == "policy_timeout"
     assert traj.failure_kinds == ["policy_timeout"]
     assert "within 0.15s" in traj.failures[0].detail
@@ -195,21 +177,17 @@ async def test_timeout_is_retried_then_reported(
         ("guess(37)", "plain_text_call"),
     ],
 )
-async def test_model_faults_over_http(
-    fake: FakeOpenAIServer, transport: Transport, first: Any, kind: str
-) -> None:
+async def test_model_faults_over_http(fake: FakeOpenAIServer, first: Any, kind: str) -> None:
     fake.script = sequence(first, then=find_number_expert)
-    traj = await play(policy(fake, transport))
+    traj = await play(policy(fake))
     assert traj.failure_kinds == [kind]
     assert traj.solved and traj.reward is not None
 
 
 @pytest.mark.parametrize("reply", ["", None])
-async def test_empty_reply_over_http(
-    fake: FakeOpenAIServer, transport: Transport, reply: Any
-) -> None:
+async def test_empty_reply_over_http(fake: FakeOpenAIServer, reply: Any) -> None:
     fake.script = lambda messages, tools: reply
-    traj = await play(policy(fake, transport))
+    traj = await play(policy(fake))
     assert traj.failure_kinds == ["empty_reply"] and traj.stop_reason == "empty_reply"
     assert traj.reward is not None
 
@@ -220,11 +198,11 @@ async def test_plain_text_without_a_call_over_http(fake: FakeOpenAIServer) -> No
     assert traj.failure_kinds == ["no_tool_call"]
 
 
-async def test_connection_refused_is_a_policy_error(transport: Transport) -> None:
+async def test_connection_refused_is_a_policy_error() -> None:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    p = OpenAIPolicy("m", f"http://127.0.0.1:{port}/v1", transport=transport, max_retries=1, **FAST)
+    p = OpenAIPolicy("m", f"http://127.0.0.1:{port}/v1", max_retries=1, **FAST)
     traj = await play(p)
     assert traj.stop_reason == "policy_error"
     assert "connection to POST" in traj.failures[0].detail
@@ -234,9 +212,9 @@ async def test_connection_refused_is_a_policy_error(transport: Transport) -> Non
 # --- retries -----------------------------------------------------------------------------
 
 
-async def test_429_then_success(fake: FakeOpenAIServer, transport: Transport) -> None:
+async def test_429_then_success(fake: FakeOpenAIServer) -> None:
     fake.script = sequence(rate_limited(0.001), http_error(502), then=find_number_expert)
-    traj = await play(policy(fake, transport))
+    traj = await play(policy(fake))
     assert traj.solved and traj.failures == []
     assert len(fake.chat_requests) == len(traj.turns) + 2
 
@@ -306,9 +284,7 @@ def test_parse_retry_after_forms() -> None:
 # --- auth and secrets --------------------------------------------------------------------
 
 
-async def test_token_provider_refreshes_once_on_401(
-    fake: FakeOpenAIServer, transport: Transport
-) -> None:
+async def test_token_provider_refreshes_once_on_401(fake: FakeOpenAIServer) -> None:
     fetched: list[str] = []
 
     async def fetch() -> str:
@@ -317,7 +293,7 @@ async def test_token_provider_refreshes_once_on_401(
 
     tokens = CachedToken(fetch, ttl_s=3600)
     fake.script = sequence(http_error(401, "expired token"), then=find_number_expert)
-    p = OpenAIPolicy("m", fake.base_url, token_provider=tokens, transport=transport, **FAST)
+    p = OpenAIPolicy("m", fake.base_url, token_provider=tokens, **FAST)
     traj = await play(p)
     assert traj.solved and traj.failures == []
     auth = [r.headers["authorization"] for r in fake.chat_requests]
@@ -327,7 +303,7 @@ async def test_token_provider_refreshes_once_on_401(
 
 
 async def test_persistent_403_fails_after_one_refresh_without_leaking_the_token(
-    fake: FakeOpenAIServer, transport: Transport
+    fake: FakeOpenAIServer,
 ) -> None:
     calls = 0
 
@@ -338,7 +314,7 @@ async def test_persistent_403_fails_after_one_refresh_without_leaking_the_token(
 
     # A server that (badly) echoes the credential back in its error message.
     fake.script = lambda messages, tools: http_error(403, "token bearer-secret-value-0042 denied")
-    p = OpenAIPolicy("m", fake.base_url, token_provider=provider, transport=transport, **FAST)
+    p = OpenAIPolicy("m", fake.base_url, token_provider=provider, **FAST)
     traj = await play(p)
     assert traj.stop_reason == "http_error"
     detail = traj.failures[0].detail
@@ -347,12 +323,10 @@ async def test_persistent_403_fails_after_one_refresh_without_leaking_the_token(
     assert len(fake.chat_requests) == 2 and calls == 2
 
 
-async def test_api_key_is_sent_but_never_shown(
-    fake: FakeOpenAIServer, transport: Transport
-) -> None:
+async def test_api_key_is_sent_but_never_shown(fake: FakeOpenAIServer) -> None:
     key = "sk-test-very-secret-key-123"
     fake.script = lambda messages, tools: http_error(401, f"Incorrect API key provided: {key}")
-    p = OpenAIPolicy("m", fake.base_url, api_key=key, transport=transport, **FAST)
+    p = OpenAIPolicy("m", fake.base_url, api_key=key, **FAST)
     with pytest.raises(PolicyError) as info:
         await p.complete([Message(role="user", content="hi")], [], Sampling())
     await p.aclose()
@@ -376,7 +350,7 @@ async def test_credential_headers_are_scrubbed(fake: FakeOpenAIServer) -> None:
 async def test_url_credentials_are_not_shown(fake: FakeOpenAIServer) -> None:
     fake.script = lambda messages, tools: http_error(500)
     url = fake.base_url.replace("http://", "http://user:hunter22@")
-    p = OpenAIPolicy("m", url, transport="aiohttp", max_retries=0)
+    p = OpenAIPolicy("m", url, max_retries=0)
     with pytest.raises(PolicyError) as info:
         await p.complete([Message(role="user", content="hi")], [], Sampling())
     await p.aclose()
@@ -386,8 +360,6 @@ async def test_url_credentials_are_not_shown(fake: FakeOpenAIServer) -> None:
 def test_constructor_checks() -> None:
     with pytest.raises(ValueError, match="either api_key or token_provider"):
         OpenAIPolicy("m", "http://x/v1", api_key="k", token_provider=lambda: "t")
-    with pytest.raises(ValueError, match="transport"):
-        OpenAIPolicy("m", "http://x/v1", transport="grpc")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="timeout_s"):
         OpenAIPolicy("m", "http://x/v1", timeout_s=0)
 
@@ -413,16 +385,16 @@ async def test_cached_token_caches_and_invalidates() -> None:
 
 # The first loop's pooled sockets die with that loop; GC reports them (harmless here).
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-def test_one_policy_across_event_loops(fake: FakeOpenAIServer, transport: Transport) -> None:
-    p = policy(fake, transport)
+def test_one_policy_across_event_loops(fake: FakeOpenAIServer) -> None:
+    p = policy(fake)
     first = asyncio.run(run_episode(TASK, ROW, p))
     second = asyncio.run(run_episode(TASK, ROW, p))  # the pool is rebuilt for the new loop
     asyncio.run(p.aclose())
     assert first.solved and second.solved
 
 
-async def test_aclose_twice_and_reuse(fake: FakeOpenAIServer, transport: Transport) -> None:
-    p = policy(fake, transport)
+async def test_aclose_twice_and_reuse(fake: FakeOpenAIServer) -> None:
+    p = policy(fake)
     await p.complete(TASK.initial_messages(TASK.parse(ROW)), [], Sampling())
     await p.aclose()
     await p.aclose()
@@ -431,9 +403,9 @@ async def test_aclose_twice_and_reuse(fake: FakeOpenAIServer, transport: Transpo
     assert completion.message.tool_calls
 
 
-async def test_one_connection_pool_reused_across_episodes(transport: Transport) -> None:
+async def test_one_connection_pool_reused_across_episodes() -> None:
     with FakeOpenAIServer(find_number_expert) as server:
-        p = OpenAIPolicy("m", server.base_url, transport=transport)
+        p = OpenAIPolicy("m", server.base_url)
         for _ in range(5):  # sequential episodes: one keep-alive connection serves them all
             assert (await run_episode(TASK, ROW, p)).solved
         await p.aclose()

@@ -47,6 +47,29 @@ class Message(BaseModel):
         default=None, description="Reasoning text returned separately by some servers."
     )
 
+    @classmethod
+    def from_openai(cls, data: dict[str, Any]) -> Message:
+        """A message in the OpenAI chat shape (`to_openai`'s output, or what a client
+        sends): tool calls flattened, content parts joined, `reasoning_content` read as
+        `reasoning`, fields agentrft does not keep dropped."""
+        out = dict(data)
+        calls = out.get("tool_calls")
+        if calls:
+            out["tool_calls"] = [
+                {
+                    "id": c.get("id") or "",
+                    "name": (c.get("function") or {}).get("name", ""),
+                    "arguments": (c.get("function") or {}).get("arguments") or "{}",
+                }
+                for c in calls
+            ]
+        if isinstance(out.get("content"), list):  # content parts: keep the text
+            parts = out["content"]
+            out["content"] = "".join(p.get("text", "") for p in parts if isinstance(p, dict))
+        if "reasoning_content" in out and "reasoning" not in out:
+            out["reasoning"] = out.pop("reasoning_content")
+        return cls.model_validate({k: v for k, v in out.items() if k in cls.model_fields})
+
     def to_openai(self) -> dict[str, Any]:
         """The dict an OpenAI-compatible server accepts (no agentrft-only fields)."""
         out: dict[str, Any] = {"role": self.role, "content": self.content}

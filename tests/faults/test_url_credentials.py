@@ -1,6 +1,6 @@
 """A policy URL with `user:password@` (a Basic-auth proxy in front of vLLM, say).
 
-The rule, on every transport of `OpenAIPolicy`, in `LiteLLMPolicy` and in `--policy URL`:
+The rule, in `OpenAIPolicy`, in `LiteLLMPolicy` and in `--policy URL`:
 the client's URL carries no credentials; they go as `Authorization: Basic ...`, unless an
 API key or token provider is given, which then wins (sent as `Bearer`), with a warning.
 `$OPENAI_API_KEY` is not sent to a URL that names its own credentials. The password
@@ -21,14 +21,13 @@ from typer.testing import CliRunner
 
 from agentrft import Message, PolicyError, Sampling
 from agentrft.cli.app import app
-from agentrft.policies.http11 import split_userinfo
-from agentrft.policies.openai_client import CachedToken, OpenAIPolicy, Transport
+from agentrft.policies.openai_client import CachedToken, OpenAIPolicy
 from agentrft.policies.resolve import first_served_model, resolve_policy
+from agentrft.policies.urls import split_userinfo
 from agentrft.testing import FakeOpenAIServer, FindNumberTask, http_error
 
 PASSWORD = "urlpw-Q7m2x9v4"
 KEY = "key-5d8e2b7c41aa"
-TRANSPORTS: list[Transport] = ["openai", "openai-aiohttp", "aiohttp", "raw"]
 
 
 def basic(user: str, password: str) -> str:
@@ -65,14 +64,13 @@ def test_split_userinfo() -> None:
     assert split_userinfo("http://@h/v1") == ("http://h/v1", None)
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_url_credentials_go_as_basic_auth(
-    fake: FakeOpenAIServer, transport: Transport, monkeypatch: pytest.MonkeyPatch
+    fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # An ambient OpenAI key is not what a proxy with its own credentials gets.
     monkeypatch.setenv("OPENAI_API_KEY", "sk-ambient-key-0123456789abcdef")
     url = url_with(fake, f"agent:{PASSWORD.replace('-', '%2D')}")
-    policy = OpenAIPolicy("m", url, transport=transport, max_retries=0)
+    policy = OpenAIPolicy("m", url, max_retries=0)
     assert PASSWORD not in repr(policy) and policy.base_url == fake.base_url
     await one_call(policy)
     (request,) = fake.chat_requests
@@ -80,18 +78,15 @@ async def test_url_credentials_go_as_basic_auth(
     assert request.path == "/v1/chat/completions"
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("auth", ["api_key", "token_provider"])
 async def test_an_explicit_key_wins_over_url_credentials(
-    fake: FakeOpenAIServer, transport: Transport, auth: str, caplog: pytest.LogCaptureFixture
+    fake: FakeOpenAIServer, auth: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     given: dict[str, Any] = (
         {"api_key": KEY} if auth == "api_key" else {"token_provider": CachedToken(lambda: KEY)}
     )
     with caplog.at_level(logging.WARNING, logger="agentrft.policies"):
-        policy = OpenAIPolicy(
-            "m", url_with(fake, f"agent:{PASSWORD}"), transport=transport, **given
-        )
+        policy = OpenAIPolicy("m", url_with(fake, f"agent:{PASSWORD}"), **given)
     (warning,) = [r.getMessage() for r in caplog.records]
     assert "the URL's user:password is not sent" in warning and PASSWORD not in warning
     await one_call(policy)
@@ -99,13 +94,10 @@ async def test_an_explicit_key_wins_over_url_credentials(
     assert request.headers["authorization"] == f"Bearer {KEY}"
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_an_error_names_the_url_without_its_password(
-    fake: FakeOpenAIServer, transport: Transport
-) -> None:
+async def test_an_error_names_the_url_without_its_password(fake: FakeOpenAIServer) -> None:
     echoed = f"denied {basic('agent', PASSWORD)} for agent:{PASSWORD}"
     fake.script = lambda m, t: http_error(401, echoed)
-    policy = OpenAIPolicy("m", url_with(fake, f"agent:{PASSWORD}"), transport=transport)
+    policy = OpenAIPolicy("m", url_with(fake, f"agent:{PASSWORD}"))
     with pytest.raises(PolicyError) as info:
         await one_call(policy)
     message = str(info.value)

@@ -162,12 +162,10 @@ class Served:
             return client.post("/invocations", json=body)
 
 
-def serve(task: Task, transport: str = "openai", **kwargs: Any) -> Served:
+def serve(task: Task, **kwargs: Any) -> Served:
     tokens = TokenProviders()
     # Fast retries: a down endpoint must not cost the suite seconds of backoff.
-    factory = functools.partial(
-        openai_policy_factory, max_retries=1, backoff_base_s=0.01, transport=transport
-    )
+    factory = functools.partial(openai_policy_factory, max_retries=1, backoff_base_s=0.01)
     reporter = JobRuntimeReporter(
         client_config={"retries": {"mode": "standard", "max_attempts": 1}}
     )
@@ -236,11 +234,10 @@ def test_inference_params_reach_the_model(aws: None) -> None:
     assert (sent["temperature"], sent["max_tokens"], sent["top_p"]) == (0.3, 777, 0.9)
 
 
-@pytest.mark.parametrize("transport", ["openai", "aiohttp", "raw"])
-def test_no_inference_params_means_no_sampling_field(aws: None, transport: str) -> None:
+def test_no_inference_params_means_no_sampling_field(aws: None) -> None:
     """The job's own settings decide (its sampling_max_tokens, the recipe): the runtime
-    invents none, on every transport the policy client has."""
-    with loopback() as jr, serve(DoorTask(), transport=transport) as app:
+    invents none."""
+    with loopback() as jr, serve(DoorTask()) as app:
         resp = app.invoke(with_endpoint(payload(door_row(secret=2)), jr.endpoint))
     assert resp.json()["reward"] > 0 and len(jr.chat) == 2
     for chat in jr.chat:

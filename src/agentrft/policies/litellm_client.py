@@ -15,15 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentrft.messages import Message
-from agentrft.policies.http11 import safe_url, split_userinfo
-from agentrft.policies.openai_client import (
-    AttemptError,
-    RetryPolicy,
-    completion_from_openai,
-    parse_retry_after,
-    request_body,
-    status_error,
-)
+from agentrft.policies.openai_client import completion_from_openai, request_body
+from agentrft.policies.retry import AttemptError, RetryPolicy, parse_retry_after, status_error
+from agentrft.policies.urls import safe_url, split_userinfo
 from agentrft.policy import Completion, Policy, Sampling
 from agentrft.redact import is_credential_name, register_secret, scrub_text
 from agentrft.trajectory import FailureKind

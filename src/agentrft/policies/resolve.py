@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from agentrft.policies.http11 import safe_url, split_userinfo
+from agentrft.policies.urls import safe_url, split_userinfo
 from agentrft.policy import Policy
 
 SPEC_HELP = (

@@ -9,12 +9,11 @@
 Nothing here is imported by `agentrft` itself.
 """
 
-from agentrft.testing.fake_server import (
+from agentrft.testing.fake_server import FakeOpenAIServer, RecordedRequest
+from agentrft.testing.replies import (
     Disconnect,
-    FakeOpenAIServer,
     HTTPFault,
     RawBody,
-    RecordedRequest,
     ReplySequence,
     Slow,
     disconnect,

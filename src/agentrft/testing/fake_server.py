@@ -1,5 +1,4 @@
-"""`FakeOpenAIServer`: a loopback OpenAI-compatible chat-completions server for tests and
-benchmarks.
+"""`FakeOpenAIServer`: a loopback OpenAI-compatible chat-completions server for tests.
 
 A script `fn(messages, tools) -> reply` decides each reply, exactly like `ScriptedPolicy`
 (the same function can drive both), and faults are replies too: `http_error(500)`,
@@ -9,142 +8,38 @@ Tool-call faults need no helper: `call("guess", "{not json")` is a malformed-arg
 `""` an empty reply. `sequence(r1, r2, then=script)` answers requests in order (a
 client's retries included), e.g. `sequence(rate_limited(0.01), then=expert)`.
 
-The server is a few hundred lines of raw asyncio HTTP/1.1 (keep-alive, Content-Length and
-chunked request bodies) so that it costs the client under test as little CPU as possible.
-It runs in a background thread (`FakeOpenAIServer(fn)`, the default, fine for tests) or in
-a child process (`process=True`, what the benchmark uses so the server does not share the
-client's core; the script must then be picklable, i.e. a module-level function).
+The server is a small asyncio HTTP/1.1 server (keep-alive, Content-Length and chunked
+request bodies) in a background thread, so it costs the client under test little CPU. Every
+request is recorded (method, path, headers, JSON body) for assertions: `server.requests`;
+`server.stats()` counts the connections used; `latencies()` keeps each chat request's
+delivered latency (`latency_s` is measured from the moment a request has been read to the
+moment its reply is handed to the kernel). It listens on 127.0.0.1 only.
 
-Every request is recorded (method, path, headers, JSON body) for assertions, in both modes:
-`server.requests`; `server.stats()` counts the connections used. It listens on 127.0.0.1
-only.
-
-`latency_s` is measured from the moment a request has been read to the moment its reply is
-handed to the kernel, and every chat request's delivered latency is kept (`latencies()`,
-always, even with `record=False`: a few numbers per request). A plain `asyncio.sleep`
-overshoots by up to a millisecond or two (epoll's timeout is in whole milliseconds, then
-the process must be woken); `precise_latency=True` has one task sleep until `_SPIN_S`
-before the earliest due time and then poll the loop (`await asyncio.sleep(0)`) until it,
-writing each reply as it falls due, so a lone reply leaves within microseconds of its due
-time, at the price of spinning a core for those last milliseconds: meant for benchmarks
-with the server in its own process. Replies that fall due together still leave one write
-apart (a loopback send costs some 15-20 us on a small VM), which `latencies()` shows.
+`ServerCore` is the server proper; bench/precise_server.py extends it for the benchmarks
+(replies on time to the microsecond, the server in a child process).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import hashlib
-import heapq
 import inspect
-import itertools
 import json
-import multiprocessing
-import os
-import pickle
 import threading
 import time
-import urllib.request
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from agentrft.messages import Message, ToolCall
-from agentrft.policies.http11 import read_chunked
-from agentrft.policy import Completion
-
-ServerReply = Any  # Completion | Message | str | ToolCall | list[ToolCall] | dict | a fault
-ServerScript = Callable[[list[Message], list[dict[str, Any]]], Any]
-
-
-# --- faults ------------------------------------------------------------------------------
-
-
-@dataclass
-class HTTPFault:
-    """Answer with an HTTP error status (and optional headers and body)."""
-
-    status: int = 500
-    message: str = "injected server error"
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class Slow:
-    """Wait `seconds` before sending `reply` (a slow model; a client timeout when long)."""
-
-    seconds: float
-    reply: ServerReply = "ok"
-
-
-@dataclass
-class RawBody:
-    """Send `body` verbatim with `status` (e.g. a 200 whose body is not JSON)."""
-
-    body: bytes
-    status: int = 200
-    content_type: str = "application/json"
-
-
-@dataclass
-class Disconnect:
-    """Close the connection without answering (a dropped connection)."""
-
-
-def http_error(status: int = 500, message: str = "injected server error") -> HTTPFault:
-    """An HTTP error reply: `http_error(500)`, `http_error(503)`, `http_error(400, "bad")`."""
-    return HTTPFault(status=status, message=message)
-
-
-def rate_limited(retry_after: float | None = None) -> HTTPFault:
-    """A 429, with a `Retry-After` header (seconds, may be fractional) when given."""
-    headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
-    return HTTPFault(status=429, message="rate limited (injected)", headers=headers)
-
-
-def slow(seconds: float, reply: ServerReply = "ok") -> Slow:
-    return Slow(seconds=seconds, reply=reply)
-
-
-def malformed_body(text: bytes = b'{"choices": [') -> RawBody:
-    """A 200 whose body is not valid JSON."""
-    return RawBody(body=text)
-
-
-def disconnect() -> Disconnect:
-    return Disconnect()
-
-
-class ReplySequence:
-    """The script `sequence()` returns; `count` is the number of requests answered."""
-
-    def __init__(self, *replies: ServerReply, then: ServerScript | None = None) -> None:
-        if not replies and then is None:
-            raise ValueError("sequence() needs at least one reply or a `then` script")
-        self.replies = list(replies)
-        self.then = then
-        self.count = 0
-
-    def __call__(self, messages: Any, tools: list[dict[str, Any]]) -> ServerReply:
-        i = self.count
-        self.count += 1
-        if i < len(self.replies):
-            return self.replies[i]
-        if self.then is not None:
-            return self.then(messages, tools)
-        return self.replies[-1]
-
-
-def sequence(*replies: ServerReply, then: ServerScript | None = None) -> ReplySequence:
-    """A script that answers request i with `replies[i]`; after the last one it delegates
-    to `then` (a script) or repeats the last reply. It counts requests, not conversations,
-    so a client's retries consume replies: `sequence(http_error(500), then=expert)` fails
-    once, then plays `expert`. Picklable when `then` is.
-    """
-    return ReplySequence(*replies, then=then)
-
+from agentrft.messages import Message
+from agentrft.testing.replies import (
+    ChatRenderer,
+    Disconnect,
+    HTTPFault,
+    RawBody,
+    ServerScript,
+    Slow,
+)
 
 # --- recording ---------------------------------------------------------------------------
 
@@ -195,107 +90,6 @@ def _conversation_key(messages: Any) -> str:
     return ""
 
 
-# Precise latency: sleep until this long before the due time, then poll the loop until it.
-# Covers epoll's millisecond rounding plus a wake-up delay on a busy machine.
-_SPIN_S = 0.002
-
-
-# --- rendering ---------------------------------------------------------------------------
-
-
-def _approx_tokens(text: str | None) -> int:
-    return max(1, len(text) // 4) if text else 0
-
-
-class _Renderer:
-    """Turns a script reply into an OpenAI chat.completion JSON object."""
-
-    def __init__(self, model_name: str) -> None:
-        self.model_name = model_name
-        self.counter = 0
-
-    def render(self, reply: ServerReply, body: dict[str, Any]) -> dict[str, Any]:
-        if isinstance(reply, dict):
-            return reply  # a raw response body, sent as is
-        self.counter += 1
-        completion = self._completion(reply)
-        msg = completion.message
-        message: dict[str, Any] = {"role": "assistant", "content": msg.content}
-        if msg.tool_calls:
-            calls = []
-            for i, c in enumerate(msg.tool_calls):
-                call_id = c.id or f"call_{self.counter}_{i}"
-                calls.append(
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments},
-                    }
-                )
-            message["tool_calls"] = calls
-        if msg.reasoning is not None:
-            message["reasoning_content"] = msg.reasoning
-        choice: dict[str, Any] = {
-            "index": 0,
-            "message": message,
-            "finish_reason": completion.finish_reason
-            or ("tool_calls" if msg.tool_calls else "stop"),
-        }
-        prompt_tokens = completion.prompt_tokens or sum(
-            _approx_tokens(m.get("content") if isinstance(m, dict) else None)
-            for m in body.get("messages", [])
-        )
-        completion_tokens = completion.completion_tokens or _approx_tokens(
-            (msg.content or "") + "".join(c.arguments for c in msg.tool_calls or [])
-        )
-        out: dict[str, Any] = {
-            "id": f"chatcmpl-fake-{self.counter}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model", self.model_name),
-            "choices": [choice],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
-        }
-        # vLLM's shapes: `return_token_ids` puts ids at the top level and on the choice;
-        # `logprobs` gives one entry per sampled token.
-        if completion.prompt_token_ids is not None:
-            out["prompt_token_ids"] = completion.prompt_token_ids
-        if completion.completion_token_ids is not None:
-            choice["token_ids"] = completion.completion_token_ids
-        if completion.logprobs is not None:
-            ids = completion.completion_token_ids or [0] * len(completion.logprobs)
-            choice["logprobs"] = {
-                "content": [
-                    {"token": f"token_id:{t}", "logprob": lp, "bytes": None, "top_logprobs": []}
-                    for t, lp in zip(ids, completion.logprobs, strict=False)
-                ]
-            }
-        return out
-
-    @staticmethod
-    def _completion(reply: ServerReply) -> Completion:
-        if isinstance(reply, Completion):
-            return reply
-        if isinstance(reply, Message):
-            return Completion(message=reply)
-        if reply is None:
-            return Completion(message=Message(role="assistant", content=None))
-        if isinstance(reply, str):
-            return Completion(message=Message(role="assistant", content=reply))
-        if isinstance(reply, ToolCall):
-            reply = [reply]
-        if isinstance(reply, list | tuple) and all(isinstance(c, ToolCall) for c in reply):
-            return Completion(message=Message(role="assistant", tool_calls=list(reply) or None))
-        raise TypeError(
-            f"the fake server's script returned {type(reply).__name__}; expected a str, "
-            "ToolCall, list of ToolCall, Message, Completion, dict, or a fault"
-        )
-
-
 # --- the asyncio HTTP server -------------------------------------------------------------
 
 _REASONS = {
@@ -314,35 +108,37 @@ _REASONS = {
 
 
 @dataclass
-class _Config:
+class ServerConfig:
+    """What a `ServerCore` serves (shared with the handle, so a script can be swapped)."""
+
     script: ServerScript
-    latency_s: float
-    model_name: str
-    record: bool
-    parse_messages: bool
-    precise_latency: bool = False
+    latency_s: float = 0.0
+    model_name: str = "fake-model"
+    record: bool = True
+    parse_messages: bool = True
 
 
-class _Core:
-    """The server proper; lives on one event loop (a thread's or a child process's)."""
+#: `_deliver`'s "the reply has been written already" (compared by identity).
+SENT = b""
 
-    def __init__(self, cfg: _Config) -> None:
+
+class ServerCore:
+    """The server proper; lives on one event loop.
+
+    Subclasses change when replies leave (`_deliver`) and may act between one request's
+    work and the next (`_between_work`); bench/precise_server.py does both.
+    """
+
+    def __init__(self, cfg: ServerConfig) -> None:
         self.cfg = cfg
-        self.renderer = _Renderer(cfg.model_name)
+        self.renderer = ChatRenderer(cfg.model_name)
         self.requests: list[RecordedRequest] = []
         self.latencies: list[DeliveredLatency] = []
         self.server: asyncio.base_events.Server | None = None
         self.port = 0
         self._writers: set[asyncio.StreamWriter] = set()
         self._handlers: set[asyncio.Task[None]] = set()
-        # precise_latency: replies waiting for their due time, and the one task that spins
-        # for all of them (64 spinning handlers would each poll the clock every turn of the
-        # loop, making every turn 64 times longer).
-        self._due: list[tuple[float, int, _Due]] = []
-        self._seq = itertools.count()
-        self._spinner: asyncio.Task[None] | None = None
-        self._wake: asyncio.Future[None] | None = None
-        # Connections that carried API requests (control requests aside): shows pooling.
+        # Connections that carried requests: shows whether a client pools them.
         self.connections = 0
 
     async def start(self, port: int = 0) -> int:
@@ -353,8 +149,6 @@ class _Core:
         return self.port
 
     async def close(self) -> None:
-        if self._spinner is not None:
-            self._spinner.cancel()
         if self.server is not None:
             self.server.close()
             # Closing idle keep-alive connections lets their handlers end on EOF; any still
@@ -370,6 +164,13 @@ class _Core:
                     await asyncio.wait(pending, timeout=0.5)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.server.wait_closed(), 1.0)
+
+    def stats(self) -> dict[str, int]:
+        return {"connections": self.connections, "requests": len(self.requests)}
+
+    def clear(self) -> None:
+        self.requests.clear()
+        self.latencies.clear()
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
@@ -397,20 +198,15 @@ class _Core:
                 else:
                     raw = await reader.readexactly(int(headers.get("content-length") or 0))
                 arrived = time.monotonic()
-                if self.cfg.precise_latency and self.cfg.latency_s > 0:
-                    # Let every request read in this turn of the loop be stamped before any
-                    # is parsed and rendered (tens of us each), so a burst's last request
-                    # is not stamped, and answered, late by the work on the others.
-                    self._release_due()
-                    await asyncio.sleep(0)
+                await self._request_read()
                 keep_alive = version == "HTTP/1.1" and headers.get("connection", "") != "close"
-                if not counted and not path.startswith("/_fake/"):
+                if not counted:
                     counted = True
                     self.connections += 1
                 response, timing = await self._respond(method, path, headers, raw, arrived, writer)
                 if response is None:  # Disconnect
                     return
-                if response is not _SENT:  # (precise latency: sent at its due time already)
+                if response is not SENT:
                     self._send(writer, response, timing)
                 await writer.drain()
                 if not keep_alive:
@@ -423,6 +219,12 @@ class _Core:
             self._writers.discard(writer)
             with contextlib.suppress(Exception):
                 writer.close()
+
+    async def _request_read(self) -> None:
+        """Called once a request has been read, before it is handled."""
+
+    def _between_work(self) -> None:
+        """Called between pieces of one request's work (parsing, the script, rendering)."""
 
     def _send(
         self, writer: asyncio.StreamWriter, response: bytes, timing: DeliveredLatency | None
@@ -441,13 +243,10 @@ class _Core:
         arrived: float,
         writer: asyncio.StreamWriter,
     ) -> tuple[bytes | None, DeliveredLatency | None]:
-        """The response bytes (None: disconnect; `_SENT`: already written) and, for a chat
+        """The response bytes (None: disconnect; `SENT`: already written) and, for a chat
         request, its timing record (`_send` stamps `sent` as it writes the bytes)."""
-        if self.cfg.precise_latency:
-            self._release_due()  # replies due now go before this request's work
+        self._between_work()
         route = path.split("?", 1)[0]
-        if route.startswith("/_fake/"):
-            return self._control(method, route), None
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -470,69 +269,31 @@ class _Core:
         timing = DeliveredLatency(_conversation_key(body["messages"]), arrived, arrived)
         # The reply is computed first and sent `latency_s` after the request arrived, so the
         # latency a client sees is the configured one, not that plus the server's own work.
-        if self.cfg.precise_latency:
-            self._release_due()
+        self._between_work()
         response = await self._chat(body)
-        due = arrived + self.cfg.latency_s
         if self.cfg.latency_s <= 0:
             return response, timing
-        if not self.cfg.precise_latency:
-            remaining = due - time.monotonic()
-            if remaining > 0:
-                await asyncio.sleep(remaining)
-            return response, timing
-        self._release_due()
-        await self._send_at(due, _Due(writer, response, timing))
-        return (_SENT if response is not None else None), None
+        return await self._deliver(arrived + self.cfg.latency_s, writer, response, timing)
 
-    async def _send_at(self, due: float, item: _Due) -> None:
-        """Write `item` at `due` (time.monotonic), to within microseconds: asyncio.sleep
-        alone returns up to a millisecond or two late. One spinner task serves all waiting
-        replies; `_release_due` also runs between requests' work."""
-        loop = asyncio.get_running_loop()
-        heapq.heappush(self._due, (due, next(self._seq), item))
-        if self._spinner is None or self._spinner.done():
-            self._spinner = loop.create_task(self._spin())
-        elif self._due[0][2] is item and self._wake is not None and not self._wake.done():
-            self._wake.set_result(None)  # due before what the spinner sleeps for
-        await item.done
-
-    def _release_due(self) -> None:
-        """Send every reply whose time has come (a no-op, bar a clock read, when none)."""
-        now = time.monotonic()
-        while self._due and self._due[0][0] <= now:
-            item = heapq.heappop(self._due)[2]
-            if item.done.done():  # its handler was cancelled (server shutdown)
-                continue
-            if item.response is not None:  # None: a Disconnect, due now
-                with contextlib.suppress(Exception):  # the client may have gone
-                    self._send(item.writer, item.response, item.timing)
-            item.done.set_result(None)
-
-    async def _spin(self) -> None:
-        """Release each waiting reply at its due time: sleep until `_SPIN_S` before the
-        earliest, then poll the clock once per turn of the loop (other connections' I/O
-        runs in between)."""
-        loop = asyncio.get_running_loop()
-        while self._due:
-            self._release_due()
-            now = time.monotonic()
-            if not self._due:
-                return
-            remaining = self._due[0][0] - now - _SPIN_S
-            if remaining > 0:
-                self._wake = loop.create_future()
-                timer = loop.call_later(remaining, _set_if_pending, self._wake)
-                await self._wake
-                timer.cancel()
-            else:
-                await asyncio.sleep(0)
+    async def _deliver(
+        self,
+        due: float,
+        writer: asyncio.StreamWriter,
+        response: bytes | None,
+        timing: DeliveredLatency,
+    ) -> tuple[bytes | None, DeliveredLatency | None]:
+        """Hold a reply until `due` (time.monotonic); a plain sleep, up to a millisecond or
+        two late (epoll's timeout is in whole milliseconds)."""
+        remaining = due - time.monotonic()
+        if remaining > 0:
+            await asyncio.sleep(remaining)
+        return response, timing
 
     async def _chat(self, body: dict[str, Any]) -> bytes | None:
         try:
             messages: Any = body["messages"]
             if self.cfg.parse_messages:
-                messages = [Message.model_validate(_from_openai(m)) for m in messages]
+                messages = [Message.from_openai(m) for m in messages]
             reply = self.cfg.script(messages, body.get("tools") or [])
             if inspect.isawaitable(reply):
                 reply = await reply
@@ -552,70 +313,18 @@ class _Core:
             return _http(500, _error_body(f"script raised {type(exc).__name__}: {exc}", "script"))
         return _http(200, json.dumps(out).encode())
 
-    def _latencies(self) -> list[list[Any]]:
-        return [[t.conversation, t.arrived, t.sent] for t in self.latencies]
 
-    def _stats(self) -> dict[str, int]:
-        return {"connections": self.connections, "requests": len(self.requests)}
-
-    def _control(self, method: str, route: str) -> bytes:
-        if route == "/_fake/requests":
-            data = json.dumps([r.to_json() for r in self.requests]).encode()
-            return _http(200, data)
-        if route == "/_fake/stats":
-            return _http(200, json.dumps(self._stats()).encode())
-        if route == "/_fake/latencies":
-            return _http(200, json.dumps(self._latencies()).encode())
-        if route == "/_fake/clear" and method == "POST":
-            self.requests.clear()
-            self.latencies.clear()
-            return _http(200, b"{}")
-        return _http(404, _error_body(f"no control route {route}", "not_found"))
-
-
-def _from_openai(m: dict[str, Any]) -> dict[str, Any]:
-    """An OpenAI message dict in `Message` field names (tool calls flattened)."""
-    out = dict(m)
-    calls = out.get("tool_calls")
-    if calls:
-        out["tool_calls"] = [
-            {
-                "id": c.get("id", ""),
-                "name": c.get("function", {}).get("name", ""),
-                "arguments": c.get("function", {}).get("arguments", "{}"),
-            }
-            for c in calls
-        ]
-    if isinstance(out.get("content"), list):  # content parts: keep the text
-        out["content"] = "".join(p.get("text", "") for p in out["content"] if isinstance(p, dict))
-    if "reasoning_content" in out and "reasoning" not in out:
-        out["reasoning"] = out.pop("reasoning_content")
-    return {k: v for k, v in out.items() if k in Message.model_fields}
-
-
-_SENT = b""  # _respond's "the reply has been written already" (compared by identity)
-
-
-class _Due:
-    """A reply waiting for its due time (precise latency)."""
-
-    __slots__ = ("done", "response", "timing", "writer")
-
-    def __init__(
-        self,
-        writer: asyncio.StreamWriter,
-        response: bytes | None,
-        timing: DeliveredLatency | None,
-    ) -> None:
-        self.writer = writer
-        self.response = response
-        self.timing = timing
-        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-
-def _set_if_pending(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
+async def read_chunked(reader: asyncio.StreamReader) -> bytes:
+    """Read a chunked HTTP/1.1 body (request or response), trailers skipped."""
+    parts: list[bytes] = []
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0].strip() or b"0", 16)
+        if size == 0:
+            while (await reader.readuntil(b"\r\n")) != b"\r\n":
+                pass  # trailers, if any, end with a blank line
+            return b"".join(parts)
+        parts.append(await reader.readexactly(size))
+        await reader.readexactly(2)
 
 
 def _error_body(message: str, type_: str) -> bytes:
@@ -654,11 +363,7 @@ class FakeOpenAIServer:
             returns a reply or a fault (see the module docstring). May be async.
         latency_s: added to every chat-completions reply (a model's think time); requests
             wait concurrently, so 64 requests at 50 ms take 50 ms, not 3.2 s.
-        precise_latency: deliver `latency_s` to within a few tenths of a millisecond by
-            spinning the server's loop for its last `_SPIN_S` (burns CPU; for benchmarks
-            with `process=True`). Off: a plain sleep, up to a millisecond or two late.
-        process: run in a child process (the script must be picklable).
-        record: keep every request for `requests` (turn off for long benchmarks).
+        record: keep every request for `requests` (turn off for long runs).
         parse_messages: hand the script `Message` objects (True) or the raw JSON dicts.
         model_name: reported by `/v1/models` and in replies when the request names none.
         port: 0 picks a free port.
@@ -669,71 +374,28 @@ class FakeOpenAIServer:
         script: ServerScript,
         *,
         latency_s: float = 0.0,
-        process: bool = False,
         record: bool = True,
         parse_messages: bool = True,
         model_name: str = "fake-model",
         port: int = 0,
-        precise_latency: bool = False,
     ) -> None:
-        self._cfg = _Config(script, latency_s, model_name, record, parse_messages, precise_latency)
-        self.process = process
+        self._cfg = ServerConfig(script, latency_s, model_name, record, parse_messages)
         self._want_port = port
         self.port: int | None = None
-        self._core: _Core | None = None
+        self._core: ServerCore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._proc: Any = None
-        self._parent_conn: Any = None
 
     # lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> FakeOpenAIServer:
-        """Start serving; returns once the port is open."""
+        """Start serving in a background thread; returns once the port is open."""
         if self.port is not None:
             return self
-        if self.process:
-            self._start_process()
-        else:
-            self._start_thread()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving; safe to call twice."""
-        if self._thread is not None and self._loop is not None and self._core is not None:
-            fut = asyncio.run_coroutine_threadsafe(self._core.close(), self._loop)
-            with contextlib.suppress(Exception):
-                fut.result(timeout=2.0)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=5.0)
-            self._thread = None
-        if self._proc is not None:
-            with contextlib.suppress(Exception):
-                self._parent_conn.send("stop")
-            self._proc.join(timeout=5.0)
-            if self._proc.is_alive():
-                self._proc.terminate()
-                self._proc.join(timeout=5.0)
-            self._proc = None
-        self.port = None
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _start_thread(self) -> None:
         ready = threading.Event()
         error: list[BaseException] = []
         self._loop = asyncio.new_event_loop()
-        self._core = _Core(self._cfg)
+        self._core = ServerCore(self._cfg)
 
         def run() -> None:
             assert self._loop is not None and self._core is not None
@@ -754,32 +416,30 @@ class FakeOpenAIServer:
         if error:
             self._thread = None
             raise RuntimeError(f"FakeOpenAIServer could not start: {error[0]}") from error[0]
+        return self
 
-    def _start_process(self) -> None:
-        try:
-            pickle.dumps(self._cfg.script)
-        except Exception as exc:
-            raise TypeError(
-                "FakeOpenAIServer(process=True) needs a picklable script (a module-level "
-                f"function or callable object); got {self._cfg.script!r}: {exc}"
-            ) from None
-        ctx = multiprocessing.get_context("spawn")  # fork is unsafe once threads exist
-        self._parent_conn, child_conn = ctx.Pipe()
-        self._proc = ctx.Process(
-            target=_serve_in_process,
-            args=(self._cfg, self._want_port, child_conn),
-            name="FakeOpenAIServer",
-            daemon=True,
-        )
-        self._proc.start()
-        if not self._parent_conn.poll(30.0):
-            self.stop()
-            raise RuntimeError("FakeOpenAIServer child process did not start within 30 s")
-        msg = self._parent_conn.recv()
-        if isinstance(msg, str):
-            self.stop()
-            raise RuntimeError(f"FakeOpenAIServer child process failed: {msg}")
-        self.port = int(msg)
+    def stop(self) -> None:
+        """Stop serving; safe to call twice."""
+        if self._thread is not None and self._loop is not None and self._core is not None:
+            fut = asyncio.run_coroutine_threadsafe(self._core.close(), self._loop)
+            with contextlib.suppress(Exception):
+                fut.result(timeout=2.0)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5.0)
+            self._thread = None
+        self.port = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.stop()
 
     # the script ------------------------------------------------------------------------
 
@@ -789,18 +449,8 @@ class FakeOpenAIServer:
 
     @script.setter
     def script(self, fn: ServerScript) -> None:
-        """Swap the script of a running thread-mode server (one server, many tests)."""
-        if self.process and self._proc is not None:
-            raise RuntimeError("the script of a running process-mode server cannot change")
+        """Swap the script of a running server (one server, many tests)."""
         self._cfg.script = fn
-
-    @property
-    def pid(self) -> int | None:
-        """The serving process: the child's in process mode, this one's in thread mode
-        (None before start). Lets a benchmark account for the server's CPU time."""
-        if self.port is None:
-            return None
-        return self._proc.pid if self._proc is not None else os.getpid()
 
     # addresses and records ---------------------------------------------------------------
 
@@ -819,10 +469,7 @@ class FakeOpenAIServer:
     @property
     def requests(self) -> list[RecordedRequest]:
         """Every request received so far, in order of arrival."""
-        if self._core is not None and not self.process:
-            return list(self._core.requests)
-        with urllib.request.urlopen(self.url + "/_fake/requests", timeout=10) as resp:
-            return [RecordedRequest(**r) for r in json.loads(resp.read())]
+        return list(self._core.requests) if self._core is not None else []
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
@@ -830,50 +477,16 @@ class FakeOpenAIServer:
         return [r for r in self.requests if r.path.split("?")[0].endswith("/chat/completions")]
 
     def stats(self) -> dict[str, int]:
-        """`{"connections": n, "requests": n}`: TCP connections that carried API requests
-        (a pooling client opens few) and requests recorded."""
-        if self._core is not None and not self.process:
-            return self._core._stats()
-        with urllib.request.urlopen(self.url + "/_fake/stats", timeout=10) as resp:
-            return json.loads(resp.read())
+        """`{"connections": n, "requests": n}`: TCP connections that carried requests (a
+        pooling client opens few) and requests recorded."""
+        return self._core.stats() if self._core is not None else {"connections": 0, "requests": 0}
 
     def latencies(self) -> list[DeliveredLatency]:
         """Each chat-completions request's delivered latency, in order of reply (kept even
         with `record=False`; `clear()` forgets them)."""
-        if self._core is not None and not self.process:
-            return list(self._core.latencies)
-        with urllib.request.urlopen(self.url + "/_fake/latencies", timeout=10) as resp:
-            return [DeliveredLatency(*t) for t in json.loads(resp.read())]
+        return list(self._core.latencies) if self._core is not None else []
 
     def clear(self) -> None:
         """Forget the recorded requests and latencies."""
-        if self._core is not None and not self.process:
-            self._core.requests.clear()
-            self._core.latencies.clear()
-            return
-        req = urllib.request.Request(self.url + "/_fake/clear", data=b"", method="POST")
-        with urllib.request.urlopen(req, timeout=10):
-            pass
-
-
-def _serve_in_process(cfg: _Config, port: int, conn: Any) -> None:
-    """Child-process entry: serve until the parent says stop (or goes away)."""
-
-    async def main() -> None:
-        core = _Core(cfg)
-        try:
-            bound = await core.start(port)
-        except BaseException as exc:
-            conn.send(f"{type(exc).__name__}: {exc}")
-            return
-        conn.send(bound)
-        # The child serves and does nothing else: move everything alive now (imports, the
-        # script) out of the collector's view, so a full collection does not stall replies.
-        gc.freeze()
-        loop = asyncio.get_running_loop()
-        # Block on the pipe in a worker thread: EOF (parent died) or "stop" ends the server.
-        with contextlib.suppress(Exception):
-            await loop.run_in_executor(None, conn.recv)
-        await core.close()
-
-    asyncio.run(main())
+        if self._core is not None:
+            self._core.clear()

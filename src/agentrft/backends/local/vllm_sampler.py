@@ -38,6 +38,7 @@ import httpx
 
 from agentrft.backends.local.sampler import Generation, SamplerError
 from agentrft.backends.local.vllm_server import VLLMServer, VLLMServerConfig, check_server
+from agentrft.policies.retry import AttemptError, RetryPolicy
 from agentrft.policy import PolicyError, Sampling
 from agentrft.trajectory import FailureKind
 
@@ -64,6 +65,10 @@ class VLLMRequestError(SamplerError, PolicyError):
         PolicyError.__init__(self, message, kind=kind, status=status)
 
 
+def _request_error(message: str, kind: str, status: int | None) -> VLLMRequestError:
+    return VLLMRequestError(message, kind=kind, status=status)
+
+
 class AdapterLoadError(SamplerError):
     """vLLM refused to load or unload an adapter; the message says why and what to check."""
 
@@ -78,8 +83,9 @@ class VLLMSampler:
             adapter is loaded it goes to the base model (nothing can be mixed with it yet);
             with other adapters loaded and no base adapter it is refused.
         timeout_s: Per-request timeout.
-        retries: Extra attempts on connection errors and 5xx/429 answers.
-        backoff_s: First retry delay (doubles each attempt).
+        retries: Extra attempts on connection errors and 5xx/429 answers (the core
+            `RetryPolicy`, as every model client).
+        backoff_s: First retry delay (doubles each attempt, with jitter).
         stop_token_ids: Ids that end a reply besides the model's eos (e.g.
             `ChatTokenizer.end_of_turn_ids`); the TokenSampler contract stops at them.
         api_key: Bearer token, if the server wants one (never logged).
@@ -106,6 +112,7 @@ class VLLMSampler:
         self.model = model
         self.retries = retries
         self.backoff_s = backoff_s
+        self._retry = RetryPolicy(retries, backoff_s)
         self.tag = tag if tag is not None else uuid.uuid4().hex[:6]
         self.stop_token_ids = sorted(stop_token_ids) if stop_token_ids else None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -224,45 +231,39 @@ class VLLMSampler:
 
     async def _post_json(self, path: str, body: dict[str, Any]) -> Any:
         url = self.base_url + path
-        delay = self.backoff_s
-        last: VLLMRequestError | None = None
-        for attempt in range(self.retries + 1):
-            if attempt:
-                await asyncio.sleep(delay)
-                delay *= 2
+
+        async def attempt() -> Any:
             try:
                 resp = await self._client.post(url, json=body)
             except httpx.TimeoutException as exc:
-                last = VLLMRequestError(
+                raise AttemptError(
                     f"vLLM at {self.base_url} did not answer in time ({type(exc).__name__})",
                     kind=FailureKind.POLICY_TIMEOUT,
-                )
-                continue
+                    retryable=True,
+                ) from None
             except httpx.TransportError as exc:
-                last = VLLMRequestError(
+                raise AttemptError(
                     f"vLLM at {self.base_url} is unreachable ({type(exc).__name__}: {exc}); "
                     "is the server running?",
-                    kind=FailureKind.POLICY_ERROR,
-                )
-                continue
+                    retryable=True,
+                ) from None
             if resp.status_code == 200:
                 try:
                     return resp.json()
                 except ValueError:
-                    raise VLLMRequestError(
+                    raise AttemptError(
                         f"vLLM at {self.base_url} returned non-JSON: {resp.text[:200]!r}"
                     ) from None
-            detail = _error_detail(resp)
-            kind = FailureKind.RATE_LIMITED if resp.status_code == 429 else FailureKind.HTTP_ERROR
-            last = VLLMRequestError(
-                f"vLLM {path} answered {resp.status_code}: {detail}",
-                kind=kind,
-                status=resp.status_code,
+            status = resp.status_code
+            raise AttemptError(
+                f"vLLM {path} answered {status}: {_error_detail(resp)}",
+                kind=FailureKind.RATE_LIMITED if status == 429 else FailureKind.HTTP_ERROR,
+                status=status,
+                # A client error does not get better by retrying.
+                retryable=status >= 500 or status == 429,
             )
-            if resp.status_code < 500 and resp.status_code != 429:
-                break  # a client error does not get better by retrying
-        assert last is not None
-        raise last
+
+        return await self._retry.run(attempt, error=_request_error, count_attempts=False)
 
     async def warmup(self, prompt_ids: list[int], batch_sizes: tuple[int, ...] = (1, 4)) -> None:
         """Send a few batches so the first real step is not paying vLLM's first-batch cost."""

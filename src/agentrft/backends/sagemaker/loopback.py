@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from agentrft.messages import Message, ToolCall
+from agentrft.messages import Message
 from agentrft.policy import Policy, Sampling
 
 #: A fault hook: given the request, return (status, message) to fail it, or None.
@@ -143,7 +143,7 @@ class LoopbackJobRuntime:
             status, message = fault
             return status, {"error": {"message": message, "code": status}}
         body = rec.body if isinstance(rec.body, dict) else {}
-        messages = [Message.model_validate(_from_openai(m)) for m in body.get("messages", [])]
+        messages = [Message.from_openai(m) for m in body.get("messages", [])]
         completion = asyncio.run(
             self.policy.complete(messages, body.get("tools") or [], Sampling())
         )
@@ -216,21 +216,6 @@ def _trajectory_of(rec: Recorded) -> str | None:
     if rec.path == "/v1/chat/completions":
         return rec.headers.get("x-amzn-sagemaker-trajectory-id")
     return rec.body.get("TrajectoryId") if isinstance(rec.body, dict) else None
-
-
-def _from_openai(m: dict[str, Any]) -> dict[str, Any]:
-    out = {k: m.get(k) for k in ("role", "content", "tool_call_id", "name")}
-    calls = m.get("tool_calls")
-    if calls:
-        out["tool_calls"] = [
-            ToolCall(
-                id=c.get("id") or "",
-                name=(c.get("function") or {}).get("name", ""),
-                arguments=(c.get("function") or {}).get("arguments") or "{}",
-            )
-            for c in calls
-        ]
-    return out
 
 
 def _to_openai(

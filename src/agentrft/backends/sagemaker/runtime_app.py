@@ -63,8 +63,8 @@ class JobRuntimePolicy(OpenAIPolicy):
 
     The agent loop always hands the client a full `Sampling`; the job runtime must get
     only what the job set (`inferenceParams`), so its own settings (`sampling_max_tokens`
-    of the job, the recipe's defaults) decide the rest. Every transport's request body
-    passes through `job_body`, so neither a default nor a task's own setting reaches it.
+    of the job, the recipe's defaults) decide the rest. Every request body passes through
+    `job_body`, so neither a default nor a task's own setting reaches it.
     """
 
     def __init__(
@@ -79,14 +79,8 @@ class JobRuntimePolicy(OpenAIPolicy):
         out.update(self.inference_params)
         return out
 
-    async def _attempt_sdk(self, body: dict[str, Any]) -> Any:
-        return await super()._attempt_sdk(self.job_body(body))
-
-    async def _attempt_aiohttp(self, body: dict[str, Any]) -> Any:
-        return await super()._attempt_aiohttp(self.job_body(body))
-
-    async def _attempt_raw(self, body: dict[str, Any]) -> Any:
-        return await super()._attempt_raw(self.job_body(body))
+    async def _attempt(self, body: dict[str, Any]) -> Any:
+        return await super()._attempt(self.job_body(body))
 
 
 def openai_policy_factory(
@@ -96,7 +90,6 @@ def openai_policy_factory(
     max_retries: int = POLICY_MAX_RETRIES,
     backoff_base_s: float = 0.5,
     timeout_s: float = POLICY_TIMEOUT_S,
-    transport: str = "openai",
 ) -> Policy:
     """The job runtime's policy: the core OpenAI-compatible client, bearer-authenticated.
 
@@ -112,7 +105,6 @@ def openai_policy_factory(
         timeout_s=timeout_s,
         max_retries=max_retries,
         backoff_base_s=backoff_base_s,
-        transport=transport,  # type: ignore[arg-type]
         name="sagemaker-job-runtime",
         inference_params=payload.inference_params,
     )

@@ -1,42 +1,16 @@
 """`HTTP11Pool`: a minimal HTTP/1.1 keep-alive client on asyncio streams, the "raw"
-transport of `OpenAIPolicy` (http and https, no proxies, no redirects, no compression)."""
+transport of bench/transports.py (http and https, no proxies, no redirects, no
+compression): how fast a rollout can go when the client does almost nothing."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-
-def safe_url(url: str) -> str:
-    """The URL without user:password@ and without a query string."""
-    parts = urlsplit(url)
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-def split_userinfo(url: str) -> tuple[str, str | None]:
-    """`url` without its `user:password@`, and the `Basic ...` Authorization value they
-    make (None when the URL carries none). Percent-escapes in them are decoded first, as
-    httpx and browsers do (`p%40ss` is the password `p@ss`).
-
-    HTTP clients will not send a URL's credentials next to an Authorization header (aiohttp
-    refuses, httpx silently drops the header), so the policy clients send them themselves.
-    """
-    parts = urlsplit(url)
-    userinfo, at, hostport = parts.netloc.rpartition("@")
-    if not at:
-        return url, None
-    bare = urlunsplit(parts._replace(netloc=hostport))
-    if not userinfo:
-        return bare, None
-    user, _, password = userinfo.partition(":")
-    pair = f"{unquote(user)}:{unquote(password)}".encode()
-    return bare, "Basic " + base64.b64encode(pair).decode("ascii")
+from agentrft.policies.urls import safe_url
+from agentrft.testing.fake_server import read_chunked
 
 
 class HTTP11Pool:
@@ -150,16 +124,3 @@ class HTTP11Pool:
             data = await reader.read()
             keep = False
         return status, headers, data, keep
-
-
-async def read_chunked(reader: asyncio.StreamReader) -> bytes:
-    """Read a chunked HTTP/1.1 body (request or response), trailers skipped."""
-    parts: list[bytes] = []
-    while True:
-        size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0].strip() or b"0", 16)
-        if size == 0:
-            while (await reader.readuntil(b"\r\n")) != b"\r\n":
-                pass  # trailers, if any, end with a blank line
-            return b"".join(parts)
-        parts.append(await reader.readexactly(size))
-        await reader.readexactly(2)

@@ -1,6 +1,6 @@
-"""`HTTP11Pool`, the "raw" transport's HTTP/1.1 client: response framings, keep-alive reuse,
-a server that hangs up, interim responses. (Faults through whole episodes are covered for
-every transport in test_policies_openai.py.)"""
+"""`HTTP11Pool` (bench/http11.py), the benchmarks' "raw" HTTP/1.1 client: response
+framings, keep-alive reuse, a server that hangs up, interim responses. (Faults through whole
+episodes, for every benchmark transport: test_transports.py.)"""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
+from http11 import HTTP11Pool
+from transports import RawPolicy
 
 from agentrft import Message, PolicyError, Sampling
-from agentrft.policies.openai_client import HTTP11Pool, OpenAIPolicy
+from agentrft.policies.openai_client import OpenAIPolicy
 
 OK_BODY = json.dumps(
     {"choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}
@@ -150,7 +152,7 @@ async def test_error_status_and_retry_after_through_the_policy(canned: Canned) -
         b'{"error": {"message": "busy"}}', "429 Too Many Requests", "Retry-After: 0\r\n"
     )
     srv = await canned(lambda n: busy if n == 0 else response())
-    policy = OpenAIPolicy("m", srv.url, transport="raw", backoff_base_s=5.0)
+    policy = RawPolicy("m", srv.url, backoff_base_s=5.0)
     completion = await policy.complete([Message(role="user", content="x")], [], Sampling())
     await policy.aclose()
     assert completion.message.content == "hi"
@@ -159,7 +161,7 @@ async def test_error_status_and_retry_after_through_the_policy(canned: Canned) -
 
 async def test_server_hangs_up_mid_request(canned: Canned) -> None:
     srv = await canned(lambda n: b"")
-    policy = OpenAIPolicy("m", srv.url, transport="raw", max_retries=1, backoff_base_s=0.001)
+    policy = RawPolicy("m", srv.url, max_retries=1, backoff_base_s=0.001)
     with pytest.raises(PolicyError) as info:
         await policy.complete([Message(role="user", content="x")], [], Sampling())
     await policy.aclose()
