@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from agentrft import Backend, RewardResult, Tier, TieredReward, hookimpl
+from agentrft import Backend, NamedReward, RewardResult, Tier, TieredReward, hookimpl
 from agentrft.plugins import load_plugins, use_plugins
 from agentrft.testing import CounterTask, FindNumberEnv, FindNumberTask
 
@@ -41,8 +41,7 @@ def fewest_guesses(env: FindNumberEnv, trajectory: Any) -> RewardResult:
     return _FEWEST_GUESSES.score("unsolved")
 
 
-fewest_guesses.tiers = _FEWEST_GUESSES  # type: ignore[attr-defined]
-fewest_guesses.tasks = {"find_number"}  # type: ignore[attr-defined]
+FEWEST_GUESSES = NamedReward(fewest_guesses, tasks={"find_number"}, tiers=_FEWEST_GUESSES)
 
 
 def untiered(env: Any, trajectory: Any) -> RewardResult:
@@ -56,7 +55,7 @@ class TinyPlugin:
 
     @hookimpl
     def agentrft_rewards(self) -> dict[str, Any]:
-        return {"fewest_guesses": fewest_guesses, "untiered": untiered}
+        return {"fewest_guesses": FEWEST_GUESSES, "untiered": untiered}
 
 
 class RecordingBackend(Backend):

@@ -114,7 +114,7 @@ def test_bad_values_are_explained() -> None:
     with pytest.raises(ConfigError, match=r"group_size: .*(greater|less) than"):
         load_config(overrides=["group_size=1"])
     with pytest.raises(ConfigError, match="loss_fn"):
-        load_config(overrides=["loss_fn=adam"])
+        load_config(overrides=["loss_fn=[1, 2]"])  # a name is a string (which names: the backend)
     with pytest.raises(ConfigError, match="key=value"):
         load_config(overrides=["group_size"])
 

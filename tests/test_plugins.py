@@ -3,14 +3,20 @@ entry point, error) while the others still load; lookups suggest the nearest nam
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
+from typer.testing import CliRunner
 
+from agentrft import NamedReward, RewardResult, Task, hookimpl, run_sync
+from agentrft.cli.app import app
 from agentrft.plugins import PluginError, get_plugins, load_plugins, use_plugins
+from agentrft.testing import FindNumberTask
 
 GOOD_MODULE = '''
 import json
@@ -139,3 +145,137 @@ def test_named_rewards_and_their_task_scope(tiny_plugins) -> None:
 def test_missing_backend_names_the_extra(tiny_plugins) -> None:
     with pytest.raises(PluginError, match=r"pip install 'agentrft\[sagemaker\]'"):
         tiny_plugins.backend("sagemaker")
+
+
+# --- contracts that explain themselves ------------------------------------------------------
+
+MISSPELT_MODULE = """
+import agentrft
+
+
+@agentrft.hookimpl
+def agentrft_taks():
+    return []
+"""
+
+DUPLICATE_MODULE = GOOD_MODULE.replace("Say the word back.", "Another echo.")
+
+
+def test_a_misspelt_hook_breaks_its_plugin_by_name(fake_site: Path) -> None:
+    _fake_distribution(
+        fake_site, "agentrft_fake_typo", "fake_typo", "agentrft_fake_typo_mod", MISSPELT_MODULE
+    )
+    plugins = load_plugins()
+    (typo,) = [b for b in plugins.broken if b.entry_point == "fake_typo"]
+    assert typo.distribution == "agentrft_fake_typo"
+    assert (
+        "'agentrft_taks', which is not an agentrft hook; did you mean 'agentrft_tasks'?"
+        in typo.error
+    )
+    assert "echo_fake" in plugins.task_classes()  # the others still load
+
+
+class NotATask:
+    name = "not_a_task"
+
+
+class HalfTask(Task):  # parse, environment, reward, user_prompt missing
+    name: ClassVar[str] = "half"
+
+
+class Returns:
+    def __init__(self, hook: str, value: Any) -> None:
+        setattr(self, hook, hookimpl(lambda: value))
+        self.__name__ = f"returns_{hook}"
+
+
+@pytest.mark.parametrize(
+    ("hook", "value", "error"),
+    [
+        ("agentrft_tasks", [NotATask], "which is not a Task subclass; return the classes"),
+        ("agentrft_tasks", [FindNumberTask()], "which is not a Task subclass"),
+        (
+            "agentrft_tasks",
+            [HalfTask],
+            "task class HalfTask does not implement environment, parse, reward, user_prompt",
+        ),
+        ("agentrft_backends", [FindNumberTask], "which is not a Backend subclass"),
+        ("agentrft_rewards", {"r": 3}, "reward 'r' is 3, not a NamedReward or callable"),
+    ],
+)
+def test_a_plugin_returning_the_wrong_thing_is_broken_with_the_fix(
+    hook: str, value: Any, error: str
+) -> None:
+    plugins = load_plugins(extra=[Returns(hook, value)], entry_points=False)
+    {"agentrft_tasks": plugins.task_classes, "agentrft_backends": plugins.backend_classes,
+     "agentrft_rewards": plugins.rewards}[hook]()  # fmt: skip
+    (broken,) = plugins.broken
+    assert broken.entry_point == f"returns_{hook}" and error in broken.error
+    assert f"its {hook} hook" in broken.explain()
+
+
+def test_function_attributes_on_a_reward_ask_for_a_named_reward() -> None:
+    def scored(env: Any, trajectory: Any) -> RewardResult:
+        return RewardResult(total=0.0)
+
+    scored.tasks = {"find_number"}  # type: ignore[attr-defined]
+    plugins = load_plugins(
+        extra=[Returns("agentrft_rewards", {"scored": scored})], entry_points=False
+    )
+    assert plugins.rewards() == {}
+    assert "wrap it instead: NamedReward(scored, tasks=..." in plugins.broken[0].error
+
+
+def test_a_plain_function_is_a_reward_for_any_task() -> None:
+    def anywhere(env: Any, trajectory: Any) -> RewardResult:
+        return RewardResult(total=1.0)
+
+    plugins = load_plugins(
+        extra=[Returns("agentrft_rewards", {"anywhere": anywhere})], entry_points=False
+    )
+    reward = plugins.reward("anywhere", "counter")
+    assert (
+        isinstance(reward, NamedReward)
+        and reward.fn is anywhere
+        and reward(None, None).total == 1.0
+    )
+    with pytest.raises(TypeError, match="a set of names"):
+        NamedReward(anywhere, tasks="wordle")
+
+
+def test_two_distributions_with_one_task_name_are_both_named(fake_site: Path) -> None:
+    _fake_distribution(
+        fake_site, "agentrft_fake_twin", "fake_twin", "agentrft_fake_twin_mod", DUPLICATE_MODULE
+    )
+    plugins = load_plugins()
+    with pytest.raises(PluginError) as info:
+        plugins.task("echo_fake")
+    msg = str(info.value)
+    assert "task 'echo_fake' is provided twice" in msg
+    assert "distribution 'agentrft_fake_good' (entry point 'fake_good')" in msg
+    assert "distribution 'agentrft_fake_twin' (entry point 'fake_twin')" in msg
+    assert msg.endswith("uninstall one of them")
+    with use_plugins(plugins):
+        listed = CliRunner().invoke(app, ["tasks"], env={"COLUMNS": "300"})
+    assert listed.exit_code == 0, listed.output
+    assert "conflict: task 'echo_fake' is provided twice" in listed.output
+    sys.modules.pop("agentrft_fake_twin_mod", None)
+
+
+def test_the_same_class_from_two_plugins_is_no_conflict(tiny_plugins: Any) -> None:
+    plugins = load_plugins(
+        extra=[
+            Returns("agentrft_tasks", [FindNumberTask]),
+            Returns("agentrft_tasks", [FindNumberTask]),
+        ],
+        entry_points=False,
+    )
+    assert list(plugins.task_classes()) == ["find_number"] and plugins.conflicts() == []
+
+
+async def test_run_sync_works_inside_a_running_loop() -> None:
+    async def answer() -> int:
+        await asyncio.sleep(0)
+        return 42
+
+    assert run_sync(answer()) == 42  # the test itself runs on a loop

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from agentrft import RewardResult, RewardSample, Tier, TieredReward
+from agentrft import NamedReward, RewardResult, RewardSample, Tier, TieredReward
 from agentrft.reward_check import (
     RewardCheckError,
     assert_reward_order,
@@ -96,8 +96,9 @@ def test_plugin_reward_with_tiers_is_checked_instead_of_the_task() -> None:
     def good(env: Any, traj: Any) -> RewardResult:
         return RewardResult(total=0)
 
-    good.tiers = TieredReward([Tier(name="a", base=1), Tier(name="b", base=0)])  # type: ignore[attr-defined]
-    report = assert_reward_order(InvertedTask(), good)  # the task's own tiers are not used
+    tiers = TieredReward([Tier(name="a", base=1), Tier(name="b", base=0)])
+    report = assert_reward_order(InvertedTask(), NamedReward(good, tiers=tiers))
+    # the task's own tiers are not used
     assert [t[1] for t in report.tier_ranges()] == ["a", "b"]
 
 

@@ -89,7 +89,10 @@ def test_render_fills_every_placeholder():
     assert meta["project"]["name"] == "agentrft-my-flow"
     assert meta["project"]["entry-points"]["agentrft"] == {"my_flow": "agentrft_my_flow.plugin"}
     task = files[Path("src/agentrft_my_flow/task.py")]
-    assert "class MyFlowTask(Task[Instance])" in task and 'name: ClassVar[str] = "my_flow"' in task
+    assert (
+        "class MyFlowTask(Task[Instance, MyFlowEnv])" in task
+        and 'name: ClassVar[str] = "my_flow"' in task
+    )
     assert task.count("    @tool\n") == 2
 
 
@@ -148,6 +151,27 @@ def test_dir_that_is_a_file_is_refused(tmp_path):
     f.write_text("x")
     with pytest.raises(ScaffoldError, match="is a file, not a directory"):
         create_task("my_flow", f, installed_tasks=[])
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        ["ruff", "check", "--no-cache", "."],
+        ["ruff", "format", "--check", "--no-cache", "."],
+        ["mypy", "--no-incremental", "--warn-unused-ignores"],
+    ],
+    ids=["ruff-check", "ruff-format", "mypy"],
+)
+def test_the_rendered_plugin_is_lint_and_type_clean(tmp_path, check):
+    """What `new-task` writes passes ruff and mypy under the settings it ships in its own
+    pyproject.toml (no `# type: ignore` needed: Task[Instance, Env] types the overrides)."""
+    made = create_task("lint_flow", tmp_path, installed_tasks=[])
+    text = "\n".join(p.read_text() for p in made.rglob("*.py"))
+    assert "type: ignore" not in text and "_run_sync" not in text
+    result = subprocess.run(
+        [sys.executable, "-m", *check], cwd=made, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ from agentrft.messages import Message, ToolCall
 from agentrft.policies.scripted import ScriptedPolicy, call, replay_policy
 from agentrft.policy import Completion, Policy, PolicyError, Sampling
 from agentrft.reward import (
+    NamedReward,
     RewardCheckReport,
     RewardResult,
     RewardSample,
@@ -20,6 +21,7 @@ from agentrft.reward import (
 )
 from agentrft.reward_check import assert_reward_order
 from agentrft.rollout import run_episode, run_episodes
+from agentrft.sync import run_sync
 from agentrft.task import EpisodeLimits, Task, TaskInputError, seeded_sample
 from agentrft.tools import Tool, ToolError, ToolResult, tool
 from agentrft.trajectory import Failure, FailureKind, Trajectory, Turn
@@ -35,6 +37,7 @@ __all__ = [
     "Failure",
     "FailureKind",
     "Message",
+    "NamedReward",
     "Policy",
     "PolicyError",
     "RewardCheckReport",
@@ -61,6 +64,7 @@ __all__ = [
     "replay_policy",
     "run_episode",
     "run_episodes",
+    "run_sync",
     "seeded_sample",
     "tool",
 ]

@@ -42,10 +42,16 @@ class Backend(ABC):
                 f"pip install 'agentrft[{self.extra or self.name}]'"
             )
 
+    def check_config(self, config: Config) -> None:
+        """Refuse settings this backend cannot run (a loss it has no function for, say)
+        before anything starts; raise `ConfigError` naming the key and the fix. The default
+        accepts everything the config model accepted."""
+        return None
+
     @abstractmethod
-    def train(self, task: Task[Any], config: Config, **options: Any) -> Any:
+    def train(self, task: Task[Any, Any], config: Config, **options: Any) -> Any:
         """Run a training job for `task` with `config`; return a backend-specific result."""
 
     @abstractmethod
-    def evaluate(self, task: Task[Any], config: Config, **options: Any) -> Any:
+    def evaluate(self, task: Task[Any, Any], config: Config, **options: Any) -> Any:
         """Evaluate a model on `task`; return an `EvalReport` or a list of them."""

@@ -108,10 +108,11 @@ class LocalConfig(_Section):
     dtype: Literal["auto", "float32", "bfloat16", "float16", "float64"] = Field(
         "auto", description="auto: bf16 on GPU, fp32 on CPU. float64 is for numeric checks."
     )
-    loss_normalization: Literal["dapo", "grpo", "dr_grpo"] = Field(
+    loss_normalization: str = Field(
         "dapo",
         description="dapo: token mean over the whole step (TRL default; invariant to "
-        "micro-batching); grpo: mean of per-sequence means; dr_grpo: sum / (B x max_len).",
+        "micro-batching); grpo: mean of per-sequence means; dr_grpo: sum / (B x max_len). "
+        "A name in the normalization registry: plugins add more (agentrft_loss_normalizations).",
     )
     scale_rewards: bool = Field(
         True, description="Divide advantages by the group std (False = Dr.GRPO)."
@@ -290,7 +291,12 @@ class Config(_Section):
     )
     group_size: int = Field(8, ge=2, le=32, description="Rollouts per prompt (GRPO group).")
     advantage_method: str = Field("group_based", description="Service advantage estimator.")
-    loss_fn: Literal["ppo", "importance_sampling", "cispo"] = "ppo"
+    loss_fn: str = Field(
+        "ppo",
+        description="Policy loss: ppo, importance_sampling or cispo (the service's names); the "
+        "local engine's registry takes more from plugins (agentrft_losses). Each backend "
+        "refuses a name it cannot run before anything starts.",
+    )
     clip_low_threshold: float = Field(0.8, ge=0, le=1, description="1 - eps_low.")
     clip_high_threshold: float = Field(1.2, ge=1, le=10, description="1 + eps_high.")
     temperature: float = Field(1.0, ge=0, le=2)

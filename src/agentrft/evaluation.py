@@ -307,7 +307,7 @@ def is_solved(trajectory: Trajectory, success_threshold: float | None = None) ->
 
 
 async def evaluate(
-    task: Task[Any],
+    task: Task[Any, Any],
     prompts: Sequence[str],
     policy: Policy,
     *,

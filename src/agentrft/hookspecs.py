@@ -29,18 +29,42 @@ def agentrft_tasks() -> list[type]:
 
 @hookspec
 def agentrft_rewards() -> dict[str, Any]:
-    """Return named rewards: `{name: fn(env, trajectory) -> RewardResult}`.
+    """Return named rewards: `{name: NamedReward(fn, tasks=..., tiers=...)}`.
 
-    A reward may carry a `tasks` attribute (a set of task names) to say where it applies;
-    `--reward NAME` swaps it in for the task's own reward.
+    `--reward NAME` swaps one in for the task's own reward (`NamedReward.tasks` says where
+    it applies; a plain `fn(env, trajectory) -> RewardResult` applies anywhere).
     """
     return {}
 
 
 @hookspec
 def agentrft_backends() -> list[type]:
-    """Return `Backend` subclasses (each with a unique `name`)."""
+    """Return `Backend` subclasses (each with a unique `name`). A backend brings its own
+    config section, CLI options and typed options and results (docs/write-a-backend.md)."""
     return []
+
+
+@hookspec
+def agentrft_losses() -> dict[str, Any]:
+    """Return policy losses, `{name: fn(inputs, settings) -> per-token loss}`, that
+    `loss_fn: NAME` selects in the local engine (the contract and the built-in ones, `ppo`,
+    `importance_sampling` and `cispo`, are in agentrft.backends.local.loss)."""
+    return {}
+
+
+@hookspec
+def agentrft_loss_normalizations() -> dict[str, Any]:
+    """Return loss normalizations, `{name: fn(mask, step_scale) -> per-token weights}`,
+    that `local.loss_normalization: NAME` selects (built in: `dapo`, `grpo`, `dr_grpo`)."""
+    return {}
+
+
+@hookspec
+def agentrft_advantages() -> dict[str, Any]:
+    """Return advantage estimators, `{name: fn(rewards, group_size, scale) -> Advantages}`,
+    that `advantage_method: NAME` selects in the local engine (built in: `group_based`; see
+    agentrft.backends.local.advantages)."""
+    return {}
 
 
 @hookspec

@@ -1,24 +1,38 @@
 """Plugin discovery: one pluggy `PluginManager` over the `agentrft` entry-point group.
 
-A plugin that fails to import is reported (distribution, entry point, error) and skipped;
-the others still load. Tasks, rewards and backends are looked up by name with errors that
-list what is installed.
+Contracts are checked where a plugin meets the core, and a plugin that breaks one is
+reported (distribution, entry point, what is wrong and the fix) and skipped while the others
+still load, as a plugin that fails to import is:
+
+- every hook a plugin implements must be an agentrft hook (pluggy's `check_pending`: a
+  misspelt `agentrft_taks` is an error naming the plugin, not a hook silently never called);
+- `agentrft_tasks` returns `Task` subclasses with a `name` and no abstract methods left;
+  `agentrft_backends` returns `Backend` subclasses; `agentrft_rewards` returns
+  `NamedReward`s (or plain callables) under identifier names;
+- two distributions providing the same task, backend, reward, loss or advantage name is an
+  error naming both, when that name is used (nothing silently shadows the other).
+
+Tasks, rewards and backends are looked up by name with errors that list what is installed.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib.metadata as md
-from collections.abc import Iterator
+import inspect
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
 import pluggy
 
 from agentrft import hookspecs
+from agentrft.backend import Backend
 from agentrft.hookspecs import PROJECT
+from agentrft.reward import NamedReward
+from agentrft.task import Task
 
 ENTRY_POINT_GROUP = "agentrft"
 
@@ -29,17 +43,44 @@ class PluginError(LookupError):
 
 @dataclass
 class BrokenPlugin:
+    """A plugin that failed to load or broke a contract; it is skipped."""
+
     distribution: str
     entry_point: str
     value: str
     error: str
 
     def explain(self) -> str:
+        if self.distribution == "-":  # registered in code (tests, embedding apps)
+            return f"plugin {self.entry_point!r} is broken: {self.error}"
         return (
             f"plugin {self.entry_point!r} (entry point {self.value!r} in distribution "
             f"{self.distribution!r}) failed to load: {self.error}. Reinstall or fix that "
             f"package, or uninstall it: pip uninstall {self.distribution}"
         )
+
+
+@dataclass(frozen=True)
+class Provided:
+    """One thing a plugin provides: its name, the object, and where it comes from."""
+
+    name: str
+    obj: Any
+    plugin: str
+    distribution: str
+
+    @property
+    def source(self) -> str:
+        if self.distribution == "-":
+            return f"plugin {self.plugin!r}"
+        return f"distribution {self.distribution!r} (entry point {self.plugin!r})"
+
+
+@dataclass
+class _Collection:
+    items: dict[str, Provided] = field(default_factory=dict)
+    #: name -> the error naming every distribution that provides it.
+    conflicts: dict[str, str] = field(default_factory=dict)
 
 
 class Plugins:
@@ -50,83 +91,221 @@ class Plugins:
         pm: pluggy.PluginManager,
         broken: list[BrokenPlugin],
         distributions: dict[str, str] | None = None,
+        values: dict[str, str] | None = None,
     ) -> None:
         self.pm = pm
         self.broken = broken
         #: Registered plugin name -> the distribution that provided it (entry points only).
         self.distributions = distributions or {}
-
-    def task_sources(self) -> dict[str, str]:
-        """Task name -> the distribution (or plugin name) that provides it."""
-        out: dict[str, str] = {}
-        for impl in reversed(self.pm.hook.agentrft_tasks.get_hookimpls()):
-            source = self.distributions.get(impl.plugin_name, impl.plugin_name)
-            provided = cast("list[type]", impl.function() or [])
-            for cls in provided:
-                out.setdefault(getattr(cls, "name", ""), source)
-        return out
+        self._values = values or {}
+        self._collections: dict[str, _Collection] = {}
 
     @property
     def hook(self) -> Any:
         return self.pm.hook
 
-    # -- tasks -----------------------------------------------------------------------
-    def task_classes(self) -> dict[str, type]:
-        found: dict[str, type] = {}
-        for batch in self.pm.hook.agentrft_tasks():
-            for cls in batch or []:
-                name = getattr(cls, "name", "")
-                if not name:
-                    raise PluginError(f"task class {cls.__qualname__} has no `name`")
-                found.setdefault(name, cls)
-        return dict(sorted(found.items()))
+    # -- collecting what the hooks return, with their contracts -------------------------
+
+    def _collect(
+        self, hook_name: str, kind: str, check: Callable[[Any, Any], tuple[str, Any]]
+    ) -> _Collection:
+        """Call every plugin's `hook_name` (in registration order) and check each item.
+
+        `check(key, item)` returns (name, object) or raises `PluginError` naming the fix; a
+        plugin whose hook raises or returns a bad item is moved to `broken`.
+        """
+        if hook_name in self._collections:
+            return self._collections[hook_name]
+        out = _Collection()
+        for impl in getattr(self.pm.hook, hook_name).get_hookimpls():  # registration order
+            dist = self.distributions.get(impl.plugin_name, "-")
+            try:
+                batch = impl.function()
+                pairs = (
+                    batch.items() if isinstance(batch, dict) else [(None, x) for x in batch or []]
+                )
+                checked = [check(key, item) for key, item in pairs]
+            except Exception as exc:
+                error = str(exc) if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
+                self._break(impl.plugin_name, f"its {hook_name} hook: {error}")
+                continue
+            for name, obj in checked:
+                here = Provided(name, obj, impl.plugin_name, dist)
+                first = out.items.get(name)
+                if first is None:
+                    out.items[name] = here
+                elif first.obj is not obj and name not in out.conflicts:
+                    out.conflicts[name] = (
+                        f"{kind} {name!r} is provided twice, by {first.source} and by "
+                        f"{here.source}; uninstall one of them"
+                    )
+        out.items = dict(sorted(out.items.items()))
+        self._collections[hook_name] = out
+        return out
+
+    def _break(self, plugin: str, error: str) -> None:
+        dist = self.distributions.get(plugin, "-")
+        self.broken.append(BrokenPlugin(dist, plugin, self._values.get(plugin, "-"), error))
+        obj = self.pm.get_plugin(plugin)
+        if obj is not None:
+            self.pm.unregister(obj)
+        self._collections.clear()  # what it provided earlier is gone too
+
+    def _lookup(self, collection: _Collection, kind: str, name: str) -> Any:
+        if name in collection.conflicts:
+            raise PluginError(collection.conflicts[name])
+        if name not in collection.items:
+            raise PluginError(_unknown(kind, name, list(collection.items), self.broken))
+        return collection.items[name].obj
+
+    def conflicts(self) -> list[str]:
+        """Every name two distributions provide (each an error when it is used)."""
+        found = [self.tasks_collection(), self._rewards(), self._backends()]
+        found += [self._algorithms(h, k) for h, k in _ALGORITHM_HOOKS.items()]
+        return [msg for c in found for msg in c.conflicts.values()]
+
+    # -- tasks ---------------------------------------------------------------------------
+
+    def tasks_collection(self) -> _Collection:
+        return self._collect("agentrft_tasks", "task", _check_task)
+
+    def task_classes(self) -> dict[str, type[Task[Any, Any]]]:
+        return {n: p.obj for n, p in self.tasks_collection().items.items()}
+
+    def task_sources(self) -> dict[str, str]:
+        """Task name -> the distribution (or plugin name) that provides it."""
+        return {
+            n: p.distribution if p.distribution != "-" else p.plugin
+            for n, p in self.tasks_collection().items.items()
+        }
 
     def task(self, name: str) -> Any:
         """A fresh instance of task `name`."""
-        classes = self.task_classes()
-        if name not in classes:
-            raise PluginError(_unknown("task", name, list(classes), self.broken))
-        return classes[name]()
+        return self._lookup(self.tasks_collection(), "task", name)()
 
-    # -- rewards ---------------------------------------------------------------------
-    def rewards(self) -> dict[str, Any]:
-        found: dict[str, Any] = {}
-        for batch in self.pm.hook.agentrft_rewards():
-            found.update(batch or {})
-        return dict(sorted(found.items()))
+    # -- rewards -------------------------------------------------------------------------
 
-    def reward(self, name: str, task_name: str | None = None) -> Any:
-        rewards = self.rewards()
-        if name not in rewards:
-            raise PluginError(_unknown("reward", name, list(rewards), self.broken))
-        fn = rewards[name]
-        allowed = getattr(fn, "tasks", None)
-        if task_name and allowed and task_name not in allowed:
+    def _rewards(self) -> _Collection:
+        return self._collect("agentrft_rewards", "reward", _check_reward)
+
+    def rewards(self) -> dict[str, NamedReward]:
+        return {n: p.obj for n, p in self._rewards().items.items()}
+
+    def reward(self, name: str, task_name: str | None = None) -> NamedReward:
+        reward: NamedReward = self._lookup(self._rewards(), "reward", name)
+        if task_name and not reward.applies_to(task_name):
             raise PluginError(
-                f"reward {name!r} applies to tasks {sorted(allowed)}, not {task_name!r}"
+                f"reward {name!r} applies to tasks {sorted(reward.tasks or ())}, not {task_name!r}"
             )
-        return fn
+        return reward
 
-    # -- backends --------------------------------------------------------------------
-    def backend_classes(self) -> dict[str, type]:
-        found: dict[str, type] = {}
-        for batch in self.pm.hook.agentrft_backends():
-            for cls in batch or []:
-                found.setdefault(cls.name, cls)
-        return dict(sorted(found.items()))
+    # -- backends ------------------------------------------------------------------------
+
+    def _backends(self) -> _Collection:
+        return self._collect("agentrft_backends", "backend", _check_backend)
+
+    def backend_classes(self) -> dict[str, type[Backend]]:
+        return {n: p.obj for n, p in self._backends().items.items()}
 
     def backend(self, name: str) -> Any:
-        classes = self.backend_classes()
-        if name not in classes:
-            hint = ""
-            if name in KNOWN_BACKEND_EXTRAS:
-                hint = f" Install it with: pip install 'agentrft[{KNOWN_BACKEND_EXTRAS[name]}]'"
-            raise PluginError(_unknown("backend", name, list(classes), self.broken) + hint)
-        return classes[name]()
+        try:
+            cls = self._lookup(self._backends(), "backend", name)
+        except PluginError as exc:
+            if name in KNOWN_BACKEND_EXTRAS and name not in self._backends().conflicts:
+                extra = KNOWN_BACKEND_EXTRAS[name]
+                raise PluginError(
+                    f"{exc} Install it with: pip install 'agentrft[{extra}]'"
+                ) from None
+            raise
+        return cls()
+
+    # -- algorithm variants (losses, advantage estimators) ------------------------------
+
+    def _algorithms(self, hook_name: str, kind: str) -> _Collection:
+        return self._collect(hook_name, kind, _check_callable(kind))
+
+    def algorithms(self, hook_name: str) -> dict[str, Provided]:
+        """What plugins register through `agentrft_losses`, `agentrft_loss_normalizations`
+        or `agentrft_advantages`; a name two distributions provide is an error."""
+        collection = self._algorithms(hook_name, _ALGORITHM_HOOKS[hook_name])
+        if collection.conflicts:
+            raise PluginError("; ".join(collection.conflicts.values()))
+        return collection.items
 
 
 #: Extras that bring the built-in backends' dependencies.
 KNOWN_BACKEND_EXTRAS = {"local": "local", "sagemaker": "sagemaker"}
+#: Algorithm hooks -> what their names select (the config key).
+_ALGORITHM_HOOKS = {
+    "agentrft_losses": "loss_fn",
+    "agentrft_loss_normalizations": "loss normalization",
+    "agentrft_advantages": "advantage_method",
+}
+
+
+def _check_task(key: Any, cls: Any) -> tuple[str, Any]:
+    if not (isinstance(cls, type) and issubclass(cls, Task)):
+        raise PluginError(
+            f"it returned {_shown(cls)}, which is not a Task subclass; return the classes "
+            "themselves, e.g. [MyTask] where class MyTask(agentrft.Task)"
+        )
+    name = getattr(cls, "name", "")
+    if not isinstance(name, str) or not name.isidentifier():
+        raise PluginError(
+            f"task class {cls.__qualname__} needs a `name` (an identifier such as 'wordle'), "
+            f"got {name!r}"
+        )
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
+        raise PluginError(f"task class {cls.__qualname__} does not implement {missing}")
+    return name, cls
+
+
+def _check_backend(key: Any, cls: Any) -> tuple[str, Any]:
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise PluginError(
+            f"it returned {_shown(cls)}, which is not a Backend subclass; return the classes "
+            "themselves, e.g. [MyBackend] where class MyBackend(agentrft.Backend)"
+        )
+    if not isinstance(cls.name, str) or not cls.name.isidentifier():
+        raise PluginError(f"backend class {cls.__qualname__} needs a `name`, got {cls.name!r}")
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
+        raise PluginError(f"backend class {cls.__qualname__} does not implement {missing}")
+    return cls.name, cls
+
+
+def _check_reward(key: Any, reward: Any) -> tuple[str, Any]:
+    if not isinstance(key, str) or not key:
+        raise PluginError(f"reward names are the dict's keys (strings), got {key!r}")
+    if isinstance(reward, NamedReward):
+        return key, reward
+    if not callable(reward):
+        raise PluginError(f"reward {key!r} is {_shown(reward)}, not a NamedReward or callable")
+    legacy = [a for a in ("tasks", "tiers", "reward_samples") if hasattr(reward, a)]
+    if legacy:
+        raise PluginError(
+            f"reward {key!r} carries {', '.join(legacy)} as function attributes; wrap it "
+            f"instead: NamedReward({getattr(reward, '__name__', 'fn')}, tasks=..., tiers=..., "
+            "samples=...)"
+        )
+    return key, NamedReward(reward)
+
+
+def _check_callable(kind: str) -> Callable[[Any, Any], tuple[str, Any]]:
+    def check(key: Any, fn: Any) -> tuple[str, Any]:
+        if not isinstance(key, str) or not key:
+            raise PluginError(f"{kind} names are the dict's keys (strings), got {key!r}")
+        if not callable(fn):
+            raise PluginError(f"{kind} {key!r} is {_shown(fn)}, not a function")
+        return key, fn
+
+    return check
+
+
+def _shown(obj: Any) -> str:
+    text = repr(obj)
+    return text if len(text) <= 80 else text[:60] + "..."
 
 
 def _unknown(kind: str, name: str, installed: list[str], broken: list[BrokenPlugin]) -> str:
@@ -147,6 +326,7 @@ def load_plugins(extra: list[Any] | None = None, entry_points: bool = True) -> P
     pm.add_hookspecs(hookspecs)
     broken: list[BrokenPlugin] = []
     distributions: dict[str, str] = {}
+    values: dict[str, str] = {}
     if entry_points:
         for ep in sorted(md.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             dist = ep.dist.name if ep.dist is not None else "?"
@@ -156,11 +336,49 @@ def load_plugins(extra: list[Any] | None = None, entry_points: bool = True) -> P
                     continue
                 pm.register(obj, name=ep.name)
                 distributions[ep.name] = dist
+                values[ep.name] = ep.value
             except Exception as exc:  # one broken plugin must not hide the others
                 broken.append(BrokenPlugin(dist, ep.name, ep.value, f"{type(exc).__name__}: {exc}"))
     for obj in extra or []:
-        pm.register(obj)
-    return Plugins(pm, broken, distributions)
+        pm.register(obj, name=_extra_name(pm, obj))
+    plugins = Plugins(pm, broken, distributions, values)
+    _refuse_unknown_hooks(plugins)
+    return plugins
+
+
+def _extra_name(pm: pluggy.PluginManager, obj: Any) -> str:
+    base = getattr(obj, "__name__", None) or type(obj).__name__
+    name, n = base, 1
+    while pm.get_plugin(name) is not None:
+        n += 1
+        name = f"{base}#{n}"
+    return name
+
+
+def _refuse_unknown_hooks(plugins: Plugins) -> None:
+    """pytest's rule: a hook implementation with no specification is a plugin bug (a typo,
+    or a hook of another version). Each such plugin is moved to `broken`, named."""
+    known = [n for n in dir(hookspecs) if n.startswith("agentrft_")]
+    while True:
+        try:
+            plugins.pm.check_pending()
+            return
+        except pluggy.PluginValidationError as exc:
+            plugin = plugins.pm.get_name(exc.plugin) or "?"
+            hooks = sorted(
+                name
+                for name, caller in vars(plugins.pm.hook).items()
+                if not caller.has_spec()
+                and any(i.plugin is exc.plugin for i in caller.get_hookimpls())
+            )
+            close = difflib.get_close_matches(hooks[0], known, n=1) if hooks else []
+            hint = (
+                f"; did you mean {close[0]!r}?"
+                if close
+                else f" (agentrft hooks: {', '.join(known)})"
+            )
+            what = ", ".join(repr(h) for h in hooks) or str(exc)
+            plugins._break(plugin, f"it implements {what}, which is not an agentrft hook{hint}")
 
 
 _override: Plugins | None = None

@@ -9,8 +9,9 @@ large enough to lift a worse outcome over a better one; `check_reward_order` fin
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -199,3 +200,53 @@ def check_reward_order(samples: Iterable[RewardSample]) -> RewardCheckReport:
 
 def _fmt(components: dict[str, float]) -> str:
     return ", ".join(f"{k}={v:+.4g}" for k, v in components.items()) or "-"
+
+
+@dataclass(frozen=True)
+class NamedReward:
+    """A reward a plugin offers by name (`--reward NAME`) in place of a task's own.
+
+    Return it from the `agentrft_rewards` hook, keyed by its name::
+
+        STRICT = NamedReward(strict_reward, tasks={"expense_report"}, tiers=STRICT_TIERS)
+
+        @agentrft.hookimpl
+        def agentrft_rewards():
+            return {"expense_report_strict": STRICT}
+
+    Attributes:
+        fn: the reward, `fn(env, trajectory) -> RewardResult`; keep it a pure function of
+            both, so local rollouts, evaluations and the AgentCore runtime score alike.
+        tasks: the task names it understands (None: any task). `--reward` with another task
+            is refused with an error naming them.
+        tiers: its outcome tiers, best first, so `agentrft reward check` can simulate them.
+        samples: `samples(task) -> list[RewardSample]`, preferred by the check when given:
+            the simulated tiers plus this reward on real (scripted) episodes.
+        description: one line for `agentrft tasks`.
+
+    A `NamedReward` is callable like `fn`.
+    """
+
+    fn: Callable[[Any, Any], RewardResult]
+    tasks: Collection[str] | None = None
+    tiers: TieredReward | None = None
+    samples: Callable[[Any], Iterable[RewardSample]] | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not callable(self.fn):
+            raise TypeError(f"NamedReward needs a callable fn(env, trajectory), got {self.fn!r}")
+        if self.tasks is not None:
+            if isinstance(self.tasks, str):  # {"wordle"} written as "wordle"
+                raise TypeError(f"NamedReward tasks must be a set of names, got {self.tasks!r}")
+            object.__setattr__(self, "tasks", frozenset(self.tasks))
+
+    @property
+    def __name__(self) -> str:
+        return getattr(self.fn, "__name__", type(self.fn).__name__)
+
+    def __call__(self, env: Any, trajectory: Any) -> RewardResult:
+        return self.fn(env, trajectory)
+
+    def applies_to(self, task_name: str) -> bool:
+        return self.tasks is None or task_name in self.tasks

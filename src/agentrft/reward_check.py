@@ -12,36 +12,40 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentrft.reward import RewardCheckReport, RewardSample, check_reward_order
+from agentrft.reward import NamedReward, RewardCheckReport, RewardSample, check_reward_order
 
 
 class RewardCheckError(ValueError):
     """The samples for a reward check could not be produced (not an ordering violation)."""
 
 
-def reward_samples(task: Any, reward: Any = None) -> list[RewardSample]:
+def reward_samples(task: Any, reward: NamedReward | None = None) -> list[RewardSample]:
     """The samples to check: the task's own, or those of a swapped-in plugin reward.
 
-    A plugin reward is checkable when it carries `tiers` (a `TieredReward`) or a
-    `reward_samples(task)` function; a bare function cannot be simulated.
+    A `NamedReward` is checkable when it declares `tiers` or a `samples(task)` function; a
+    reward without either cannot be simulated.
     """
     if reward is None:
         source = f"task {getattr(task, 'name', '?')!r}"
-        produce = task.reward_samples
-    elif callable(getattr(reward, "reward_samples", None)):
-        source = f"reward {getattr(reward, '__name__', reward)!r}"
-
-        def produce() -> Any:
-            return reward.reward_samples(task)
-    elif getattr(reward, "tiers", None) is not None and hasattr(reward.tiers, "samples"):
-        source = f"reward {getattr(reward, '__name__', reward)!r}"
-        produce = reward.tiers.samples
+        produce: Any = task.reward_samples
     else:
-        raise RewardCheckError(
-            f"reward {getattr(reward, '__name__', reward)!r} declares no tiers: give it a "
-            f"`tiers` attribute (a TieredReward) or a `reward_samples(task)` function so the "
-            f"check can simulate its outcomes"
-        )
+        if not isinstance(reward, NamedReward):
+            reward = NamedReward(reward)
+        source = f"reward {reward.__name__!r}"
+        samples, tiers = reward.samples, reward.tiers
+        if samples is not None:
+
+            def produce() -> Any:
+                assert samples is not None
+                return samples(task)
+        elif tiers is not None:
+            produce = tiers.samples
+        else:
+            raise RewardCheckError(
+                f"reward {reward.__name__!r} declares no tiers: give its NamedReward "
+                "`tiers=` (a TieredReward) or `samples=` (a function of the task) so the "
+                "check can simulate its outcomes"
+            )
     try:
         return list(produce() or [])
     except Exception as exc:
@@ -50,12 +54,12 @@ def reward_samples(task: Any, reward: Any = None) -> list[RewardSample]:
         ) from exc
 
 
-def check_task_reward(task: Any, reward: Any = None) -> RewardCheckReport:
+def check_task_reward(task: Any, reward: NamedReward | None = None) -> RewardCheckReport:
     """Run `check_reward_order` on the task's (or the plugin reward's) samples."""
     return check_reward_order(reward_samples(task, reward))
 
 
-def assert_reward_order(task: Any, reward: Any = None) -> RewardCheckReport:
+def assert_reward_order(task: Any, reward: NamedReward | None = None) -> RewardCheckReport:
     """Raise `AssertionError` with a readable counterexample if a worse outcome can outscore a
     better one (or the task declares nothing to check); return the report otherwise."""
     report = check_task_reward(task, reward)

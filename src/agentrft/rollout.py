@@ -32,7 +32,7 @@ EpisodeCallback = Callable[[Trajectory], Any]
 
 
 async def run_episode(
-    task: Task[Any],
+    task: Task[Any, Any],
     prompt: str,
     policy: Policy,
     *,
@@ -276,7 +276,7 @@ def _safe_recover(env: Any, text: str, traj: Trajectory, turn_index: int) -> lis
 
 
 async def run_episodes(
-    task: Task[Any],
+    task: Task[Any, Any],
     prompts: Iterable[str],
     policy: Policy,
     *,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from pydantic import BaseModel
+from typing_extensions import TypeVar
 
 from agentrft.environment import Environment
 from agentrft.messages import Message, system, user
@@ -17,7 +18,10 @@ if TYPE_CHECKING:
     from agentrft.policy import Policy
     from agentrft.trajectory import Trajectory
 
-InstanceT = TypeVar("InstanceT")
+#: What `parse` makes of a row (the task's instance type).
+InstanceT = TypeVar("InstanceT", default=Any)
+#: The task's `Environment` subclass, so `reward(env, ...)` is typed without an override.
+EnvT = TypeVar("EnvT", bound=Environment, default=Environment)
 
 
 class TaskInputError(ValueError):
@@ -32,8 +36,12 @@ class EpisodeLimits(BaseModel):
     timeout_s: float = 600.0
 
 
-class Task(ABC, Generic[InstanceT]):
+class Task(ABC, Generic[InstanceT, EnvT]):
     """A multi-turn, tool-using task. Subclass it in a plugin and register it.
+
+    Parametrize it with the instance and environment types, `class WordleTask(Task[Game,
+    WordleEnv])`, and `environment`/`reward` are typed for them (both default to `Any` and
+    `Environment`, so a bare `Task` subclass works too).
 
     Contract, checked by the loop and `agentrft reward check`:
     - `parse` raises `TaskInputError` for a bad row (the loop then gives the lowest reward);
@@ -60,11 +68,11 @@ class Task(ABC, Generic[InstanceT]):
         """Turn a dataset row's prompt string into an instance (hidden fields included)."""
 
     @abstractmethod
-    def environment(self, instance: InstanceT) -> Environment:
+    def environment(self, instance: InstanceT) -> EnvT:
         """A fresh environment for one episode of `instance`."""
 
     @abstractmethod
-    def reward(self, env: Environment, trajectory: Trajectory) -> RewardResult:
+    def reward(self, env: EnvT, trajectory: Trajectory) -> RewardResult:
         """Score a finished episode."""
 
     def system_prompt(self, instance: InstanceT) -> str | None:

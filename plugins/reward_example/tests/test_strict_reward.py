@@ -8,7 +8,7 @@ import json
 import pytest
 from agentrft_expense_report import ExpenseReportTask
 from agentrft_expense_report import expert as scripted
-from agentrft_reward_example import STRICT_TIERS, strict_reward
+from agentrft_reward_example import STRICT_REWARD, STRICT_TIERS, strict_reward
 from typer.testing import CliRunner
 
 from agentrft import check_reward_order, run_episode
@@ -24,21 +24,22 @@ PROMPTS = [
 
 def test_registered_under_its_name_for_expense_report_only():
     plugins = load_plugins()
-    assert plugins.rewards()["expense_report_strict"] is strict_reward
-    assert plugins.reward("expense_report_strict", "expense_report") is strict_reward
+    assert plugins.rewards()["expense_report_strict"] is STRICT_REWARD
+    assert plugins.reward("expense_report_strict", "expense_report").fn is strict_reward
     with pytest.raises(PluginError, match="applies to tasks \\['expense_report'\\], not 'wordle'"):
         plugins.reward("expense_report_strict", "wordle")
 
 
 def test_reward_check_passes_on_real_episodes():
-    samples = strict_reward.reward_samples(TASK)
+    assert STRICT_REWARD.samples is not None
+    samples = list(STRICT_REWARD.samples(TASK))
     assert any(s.label == "expert on strict_hard (landed in clean)" for s in samples)
     for s in samples:
         if "(landed in" in s.label:
             assert s.label.endswith(f"(landed in {s.tier})"), s.label
     report = check_reward_order(samples)
     assert report.ok, report.explain()
-    assert check_task_reward(TASK, strict_reward).ok
+    assert check_task_reward(TASK, STRICT_REWARD).ok
 
 
 def scores(make_policy):

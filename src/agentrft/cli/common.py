@@ -36,13 +36,13 @@ def console() -> Console:
     return Console(highlight=False)
 
 
-def load_task(name: str | None) -> Task[Any]:
+def load_task(name: str | None) -> Task[Any, Any]:
     if not name:
         raise CliError("pass --task NAME (see `agentrft tasks` for the installed tasks)")
     return get_plugins().task(name)
 
 
-def load_reward(name: str | None, task: Task[Any]) -> Any:
+def load_reward(name: str | None, task: Task[Any, Any]) -> Any:
     """The plugin reward `name` for `task`, or None to keep the task's own."""
     if not name:
         return None
@@ -50,7 +50,7 @@ def load_reward(name: str | None, task: Task[Any]) -> Any:
 
 
 def task_prompts(
-    task: Task[Any], *, data: Path | None, split: str, n: int | None, seed: int
+    task: Task[Any, Any], *, data: Path | None, split: str, n: int | None, seed: int
 ) -> list[str]:
     """Prompts from `--data FILE` (first `n` rows), else made by the task for `split`."""
     if data is not None:
@@ -69,7 +69,9 @@ def finite(value: Any) -> Any:
     return value
 
 
-def episode_limits(task: Task[Any], config: Config, max_turns: int | None = None) -> EpisodeLimits:
+def episode_limits(
+    task: Task[Any, Any], config: Config, max_turns: int | None = None
+) -> EpisodeLimits:
     """The task's limits with the config's `limits` section (and `--max-turns`) on top."""
     update = {k: v for k, v in config.limits.model_dump().items() if v is not None}
     if max_turns is not None:
@@ -99,7 +101,7 @@ def api_key_from_env(var: str | None) -> str | None:
 
 def resolve_cli_policy(
     spec: str,
-    task: Task[Any],
+    task: Task[Any, Any],
     *,
     base_url: str | None,
     model: str | None,

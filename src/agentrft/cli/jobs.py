@@ -185,11 +185,12 @@ def _resolve(
     return cfg, load_task(cfg.task)
 
 
-def _backend(name: str) -> Any:
+def _backend(name: str, config: Config) -> Any:
     from agentrft.plugins import get_plugins
 
     backend = get_plugins().backend(name)  # unknown: PluginError naming the extra
     backend.check_available()  # missing dependency: BackendUnavailable naming the extra
+    backend.check_config(config)  # a name it cannot run: ConfigError naming the key
     return backend
 
 
@@ -254,7 +255,7 @@ def train(
         raise CliError(f"--resume {resume}: no such run directory or checkpoint")
     if lookups and not dry_run:
         raise CliError("--lookups goes with --dry-run (a submission makes its lookups anyway)")
-    impl = _backend(backend)
+    impl = _backend(backend, cfg)
     extra: dict[str, Any] = {"lookups": True} if lookups else {}
     result = impl.train(
         the_task,
@@ -423,7 +424,7 @@ def eval_(
     reward_fn = load_reward(cfg.reward, the_task)
 
     if backend is not None:
-        impl = _backend(backend)
+        impl = _backend(backend, cfg)
         # Backend-specific options go only when given, so a backend that does not know
         # them (local has no `runs`) is not handed keywords it would reject.
         extra: dict[str, Any] = {}

@@ -15,7 +15,8 @@ def tasks(
         str | None, typer.Argument(help="Show only this task (exit 1 if it is not installed).")
     ] = None,
 ) -> None:
-    """List installed tasks, named rewards and backends; report plugins that failed to load."""
+    """List installed tasks, named rewards and backends; report plugins that failed to load
+    or broke a contract, and names two distributions both provide."""
     out = console()
     plugins = get_plugins()
     classes = plugins.task_classes()
@@ -57,6 +58,8 @@ def tasks(
         for b in plugins.broken:
             broken.add_row(b.distribution, f"{b.entry_point} = {b.value}", Text(b.error))
         out.print(broken)
+    for conflict in plugins.conflicts():
+        out.print(Text(f"conflict: {conflict}", style="red"))
 
 
 def _tiers(names: list[str]) -> str:

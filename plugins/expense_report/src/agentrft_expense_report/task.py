@@ -11,11 +11,9 @@ side; the right report (claims, amounts, totals) never appears in a prompt or to
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import json
 import random
-from collections.abc import Coroutine, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -29,6 +27,7 @@ from agentrft import (
     TieredReward,
     Trajectory,
     run_episode,
+    run_sync,
 )
 from agentrft_expense_report import expert as scripted
 from agentrft_expense_report.environment import ExpenseReportEnv
@@ -58,7 +57,7 @@ class ExpenseInstance:
     trip: Trip
 
 
-class ExpenseReportTask(Task[ExpenseInstance]):
+class ExpenseReportTask(Task[ExpenseInstance, ExpenseReportEnv]):
     """File a trip's expense report under the company policy (an internal workflow)."""
 
     name: ClassVar[str] = "expense_report"
@@ -66,7 +65,7 @@ class ExpenseReportTask(Task[ExpenseInstance]):
         "File a travel expense report: policy caps, currencies, traps; graded on the outcome."
     )
     limits: ClassVar[EpisodeLimits] = EpisodeLimits(max_turns=40, max_tool_calls=120)
-    tiers: ClassVar[TieredReward] = TIERS  # type: ignore[assignment]
+    tiers: ClassVar[TieredReward] = TIERS
 
     # -- rows ------------------------------------------------------------------------
     def parse(self, prompt: str) -> ExpenseInstance:
@@ -140,7 +139,7 @@ class ExpenseReportTask(Task[ExpenseInstance]):
             "5. Call submit_report when the report is complete."
         )
 
-    def reward(self, env: ExpenseReportEnv, trajectory: Trajectory) -> RewardResult:  # type: ignore[override]
+    def reward(self, env: ExpenseReportEnv, trajectory: Trajectory) -> RewardResult:
         return expense_reward(env, trajectory)
 
     def hidden_values(self, instance: ExpenseInstance) -> list[str]:
@@ -173,7 +172,7 @@ class ExpenseReportTask(Task[ExpenseInstance]):
     def reward_samples(self) -> Iterable[RewardSample]:
         """The declared tiers at extreme shaping, plus rewards of real scripted episodes."""
         yield from TIERS.samples()
-        yield from _run_sync(self._episode_samples())
+        yield from run_sync(self._episode_samples())
 
     async def _episode_samples(self) -> list[RewardSample]:
         behaviours = [
@@ -215,13 +214,3 @@ def _public_numbers(trip: Trip) -> set[str]:
     shown |= set(policy["per_receipt_caps_usd"].values())
     shown |= {policy["daily_meal_cap_usd"], policy["receipt_required_over_usd"]}
     return shown
-
-
-def _run_sync(coro: Coroutine[Any, Any, list[RewardSample]]) -> list[RewardSample]:
-    """Run `coro` to the end from sync code, even when an event loop is already running."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()

@@ -3,10 +3,10 @@
 from typing import Any
 
 from agentrft import hookimpl
-from agentrft_reward_example.strict import strict_reward
+from agentrft_reward_example.strict import STRICT_REWARD
 
 
 @hookimpl
 def agentrft_rewards() -> dict[str, Any]:
     # The key is the name users pass to --reward.
-    return {"expense_report_strict": strict_reward}
+    return {"expense_report_strict": STRICT_REWARD}

@@ -15,8 +15,6 @@ Use it with `--reward expense_report_strict` on `play`, `eval`, `train` and `rew
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -27,12 +25,14 @@ if TYPE_CHECKING:
 
 from agentrft import (
     FailureKind,
+    NamedReward,
     RewardResult,
     RewardSample,
     Tier,
     TieredReward,
     Trajectory,
     run_episode,
+    run_sync,
 )
 
 STRICT_TIERS = TieredReward(
@@ -76,15 +76,9 @@ def strict_reward(env: ExpenseReportEnv, trajectory: Trajectory) -> RewardResult
     return STRICT_TIERS.score("not_filed", components=components)
 
 
-#: Where the reward applies: `--reward` with another task is refused with a clear error.
-strict_reward.tasks = {"expense_report"}  # type: ignore[attr-defined]
-#: Lets `agentrft reward check --reward expense_report_strict` simulate the tiers.
-strict_reward.tiers = STRICT_TIERS  # type: ignore[attr-defined]
-
-
 def reward_samples(task: Any) -> list[RewardSample]:
     """Simulated tiers plus this reward on real scripted expense_report episodes."""
-    return STRICT_TIERS.samples() + _run_sync(_episode_samples(task))
+    return STRICT_TIERS.samples() + run_sync(_episode_samples(task))
 
 
 async def _episode_samples(task: Any) -> list[RewardSample]:
@@ -112,13 +106,12 @@ async def _episode_samples(task: Any) -> list[RewardSample]:
     return out
 
 
-strict_reward.reward_samples = reward_samples  # type: ignore[attr-defined]
-
-
-def _run_sync(coro: Any) -> Any:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+#: What the plugin registers: the reward, where it applies (`--reward` with another task is
+#: refused with a clear error), its tiers and its samples (`agentrft reward check`).
+STRICT_REWARD = NamedReward(
+    strict_reward,
+    tasks={"expense_report"},
+    tiers=STRICT_TIERS,
+    samples=reward_samples,
+    description="an auditor's reward: a wrong report is wrong, tool errors cost",
+)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -29,6 +27,7 @@ from agentrft import (
     Trajectory,
     call,
     run_episode,
+    run_sync,
 )
 from agentrft_wordle.environment import WordleEnvironment
 from agentrft_wordle.expert import expert_opening, expert_policy
@@ -132,7 +131,7 @@ class WordleInstance:
     seeded: tuple[str, ...] = ()
 
 
-class WordleTask(Task[WordleInstance]):
+class WordleTask(Task[WordleInstance, WordleEnvironment]):
     """Wordle: guess a hidden 5-letter word in six guesses with the `guess_word` tool."""
 
     name: ClassVar[str] = "wordle"
@@ -279,7 +278,7 @@ class WordleTask(Task[WordleInstance]):
         wanted = max(level, instance.seed_guesses)
         return instance if wanted == instance.seed_guesses else with_seed_guesses(instance, wanted)
 
-    def reward(self, env: Any, trajectory: Trajectory) -> RewardResult:
+    def reward(self, env: WordleEnvironment, trajectory: Trajectory) -> RewardResult:
         """Outcome tier plus bounded shaping (wordle.md):
 
         - no guess ever played: -1.5;
@@ -341,7 +340,7 @@ class WordleTask(Task[WordleInstance]):
                 for i, (_, answer, replies, level) in enumerate(games)
             ]
 
-        trajectories = _run_sync(play_all())
+        trajectories = run_sync(play_all())
         out = []
         for (label, *_), traj in zip(games, trajectories, strict=True):
             assert traj.reward is not None
@@ -459,16 +458,6 @@ def shows_word(text: str, word: str) -> bool:
         if word in spelled:
             return True
     return False
-
-
-def _run_sync(coro: Any) -> Any:
-    """Run a coroutine to completion from sync code, even inside a running event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 def _preview(text: str, limit: int = 80) -> str:

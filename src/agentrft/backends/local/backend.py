@@ -46,6 +46,12 @@ class LocalBackend(Backend):
     extra: ClassVar[str] = "local"
     requires: ClassVar[tuple[str, ...]] = ("torch", "transformers", "peft")
 
+    def check_config(self, config: Config) -> None:
+        """`loss_fn`, `local.loss_normalization` and `advantage_method` must be registered."""
+        from agentrft.backends.local.algorithms import check_algorithms
+
+        check_algorithms(config)
+
     def train(
         self,
         task: Task[Any],
@@ -63,6 +69,7 @@ class LocalBackend(Backend):
         training; `wait` is accepted for CLI symmetry (a local run always runs to the end).
         """
         self.check_available()
+        self.check_config(config)
         options.pop("wait", None)
         if options.pop("dry_run", False):
             return plan(task, config)
@@ -90,6 +97,7 @@ class LocalBackend(Backend):
         """Evaluate `model` (default: config.local.model or the tiny model) with an optional
         LoRA `adapter` directory on the validation rows (or `prompts=[...]`)."""
         self.check_available()
+        self.check_config(config)
         return asyncio.run(
             evaluate_async(
                 task,

@@ -1,0 +1,134 @@
+"""Loss, normalization and advantage names are checked against the local engine's
+registries (not a fixed list), and plugins add to them through hooks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from agentrft import hookimpl
+from agentrft.backends.local import advantages, loss
+from agentrft.backends.local import plugin as local_plugin
+from agentrft.backends.local.algorithms import check_algorithms, install_plugin_algorithms
+from agentrft.cli.app import create_app
+from agentrft.config import ConfigError, load_config
+from agentrft.plugins import PluginError, load_plugins, use_plugins
+from agentrft.testing import FindNumberTask
+
+
+@pytest.fixture(autouse=True)
+def registries() -> Iterator[None]:
+    """Plugins add to the module registries: put them back after each test."""
+    saved = [dict(r) for r in (loss.POLICY_LOSSES, loss.NORMALIZATIONS, advantages.ADVANTAGES)]
+    yield
+    for registry, before in zip(
+        (loss.POLICY_LOSSES, loss.NORMALIZATIONS, advantages.ADVANTAGES), saved, strict=True
+    ):
+        registry.clear()
+        registry.update(before)
+
+
+def reinforce(x: Any, s: Any) -> Any:
+    """A plugin's loss: plain REINFORCE, `-A * logp`."""
+    return -loss.token_advantages(x) * x.logprobs
+
+
+class LossPlugin:
+    @hookimpl
+    def agentrft_losses(self) -> dict[str, Any]:
+        return {"reinforce": reinforce}
+
+    @hookimpl
+    def agentrft_advantages(self) -> dict[str, Any]:
+        return {
+            "mean_only": lambda rewards, group_size, scale: advantages.group_based(
+                rewards, group_size, False
+            )
+        }
+
+
+class ShadowingPlugin:
+    @hookimpl
+    def agentrft_losses(self) -> dict[str, Any]:
+        return {"ppo": reinforce}
+
+
+class OtherReinforcePlugin:
+    @hookimpl
+    def agentrft_losses(self) -> dict[str, Any]:
+        return {"reinforce": lambda x, s: reinforce(x, s)}
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "loss_fn=adam",
+            "loss_fn 'adam' is not one the local backend knows; registered: cispo, importance_sampling, ppo",
+        ),
+        ("local.loss_normalization=mean", "local.loss_normalization 'mean' is not one"),
+        (
+            "advantage_method=rloo",
+            "advantage_method 'rloo' is not one the local backend knows; registered: group_based",
+        ),
+    ],
+)
+def test_an_unregistered_name_is_refused_with_the_registered_ones(
+    override: str, message: str
+) -> None:
+    config = load_config(overrides=[override])
+    with pytest.raises(ConfigError, match=message) as info:
+        check_algorithms(config, load_plugins(entry_points=False))
+    assert "hook)" in str(info.value) and "@register_" in str(info.value)
+
+
+def test_a_plugin_adds_a_loss_and_an_advantage_through_hooks() -> None:
+    plugins = load_plugins(extra=[LossPlugin()], entry_points=False)
+    config = load_config(overrides=["loss_fn=reinforce", "advantage_method=mean_only"])
+    check_algorithms(config, plugins)
+    assert loss.POLICY_LOSSES["reinforce"] is reinforce
+    assert advantages.compute_advantages([1.0, 3.0], 2, method="mean_only").values == [-1.0, 1.0]
+
+
+def test_a_plugin_may_not_replace_a_built_in() -> None:
+    plugins = load_plugins(extra=[ShadowingPlugin()], entry_points=False)
+    with pytest.raises(PluginError, match="registers loss_fn 'ppo', which is already built in"):
+        install_plugin_algorithms(plugins)
+
+
+def test_two_plugins_with_one_name_are_named_both() -> None:
+    plugins = load_plugins(extra=[LossPlugin(), OtherReinforcePlugin()], entry_points=False)
+    with pytest.raises(
+        PluginError,
+        match="'reinforce' is provided twice, by plugin 'LossPlugin' and by plugin 'OtherReinforcePlugin'",
+    ):
+        install_plugin_algorithms(plugins)
+
+
+class TaskPlugin:
+    @hookimpl
+    def agentrft_tasks(self) -> list[type]:
+        return [FindNumberTask]
+
+
+def test_train_refuses_the_name_before_anything_runs(tmp_path: Any) -> None:
+    plugins = load_plugins(extra=[TaskPlugin(), local_plugin], entry_points=False)
+    with use_plugins(plugins):
+        result = CliRunner().invoke(
+            create_app(plugins=False),
+            [
+                "train",
+                "--task",
+                "find_number",
+                "--set",
+                "loss_fn=adam",
+                "--set",
+                f"local.run_dir={tmp_path}",
+            ],
+        )
+    assert result.exit_code == 1, result.output
+    assert "loss_fn 'adam' is not one the local backend knows" in result.output
+    assert list(tmp_path.iterdir()) == []  # no run directory was made
