@@ -47,8 +47,8 @@ def agentrft_backends() -> list[type]:
 @hookspec
 def agentrft_losses() -> dict[str, Any]:
     """Return policy losses, `{name: fn(inputs, settings) -> per-token loss}`, that
-    `loss_fn: NAME` selects in the local engine (the contract and the built-in ones, `ppo`,
-    `importance_sampling` and `cispo`, are in agentrft.backends.local.loss)."""
+    `loss_fn: NAME` selects in the local engine (built in: `ppo`, `importance_sampling`,
+    `cispo`; the contract is in the local backend's loss module)."""
     return {}
 
 
@@ -62,8 +62,7 @@ def agentrft_loss_normalizations() -> dict[str, Any]:
 @hookspec
 def agentrft_advantages() -> dict[str, Any]:
     """Return advantage estimators, `{name: fn(rewards, group_size, scale) -> Advantages}`,
-    that `advantage_method: NAME` selects in the local engine (built in: `group_based`; see
-    agentrft.backends.local.advantages)."""
+    that `advantage_method: NAME` selects in the local engine (built in: `group_based`)."""
     return {}
 
 

@@ -666,8 +666,8 @@ def test_a_table_without_a_prompt_column_uses_its_first_and_says_so(
 def test_a_price_file_gets_the_config_loaders_bounds(
     tmp_path: Path, text: bytes, match: str
 ) -> None:
-    from agentrft.backends.sagemaker.aws import SageMakerError
-    from agentrft.backends.sagemaker.cost import load_prices
+    from agentrft.backends.sagemaker.jobs.aws import SageMakerError
+    from agentrft.backends.sagemaker.jobs.cost import load_prices
 
     path = tmp_path / "prices.yaml"
     path.write_bytes(text)
@@ -738,10 +738,10 @@ def runtime(monkeypatch: pytest.MonkeyPatch) -> Any:
     """(client, loopback job runtime) for the runtime app on `find_number`, fake credentials."""
     from starlette.testclient import TestClient
 
-    from agentrft.backends.sagemaker import auth
-    from agentrft.backends.sagemaker.job_runtime import JobRuntimeReporter
-    from agentrft.backends.sagemaker.loopback import LoopbackJobRuntime
-    from agentrft.backends.sagemaker.runtime_app import build_app
+    from agentrft.backends.sagemaker.runtime import auth
+    from agentrft.backends.sagemaker.runtime.app import build_app
+    from agentrft.backends.sagemaker.runtime.job_runtime import JobRuntimeReporter
+    from agentrft.backends.sagemaker.testing.loopback import LoopbackJobRuntime
     from agentrft.policies.scripted import ScriptedPolicy
     from agentrft.testing import FindNumberTask, find_number_expert
 
@@ -884,8 +884,8 @@ if __name__ == "__main__":
 
 
 def test_every_trajectory_reader_names_the_file_and_line(tmp_path: Path) -> None:
-    from agentrft.backends.sagemaker.aws import SageMakerError
-    from agentrft.backends.sagemaker.cost import profile_from_files
+    from agentrft.backends.sagemaker.jobs.aws import SageMakerError
+    from agentrft.backends.sagemaker.jobs.cost import profile_from_files
     from agentrft.trajectory import TrajectoryFileError, read_trajectories
 
     path = tmp_path / "t.jsonl"

@@ -322,7 +322,7 @@ JOB_ARN = "arn:aws:sagemaker:us-east-1:111122223333:job/AgentRFT/blocking-tools"
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Static fake credentials, no profile, no metadata service; a fresh process session."""
     pytest.importorskip("bedrock_agentcore")
-    from agentrft.backends.sagemaker import auth
+    from agentrft.backends.sagemaker.runtime import auth
 
     for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "RFT_RUNTIME_ENDPOINT"):
         monkeypatch.delenv(name, raising=False)
@@ -343,9 +343,9 @@ class Served:
     def __init__(self, task: Task[Any]) -> None:
         import uvicorn
 
-        from agentrft.backends.sagemaker.job_runtime import JobRuntimeReporter
-        from agentrft.backends.sagemaker.loopback import LoopbackJobRuntime
-        from agentrft.backends.sagemaker.runtime_app import build_app, openai_policy_factory
+        from agentrft.backends.sagemaker.runtime.app import build_app, openai_policy_factory
+        from agentrft.backends.sagemaker.runtime.job_runtime import JobRuntimeReporter
+        from agentrft.backends.sagemaker.testing.loopback import LoopbackJobRuntime
 
         self.jr = LoopbackJobRuntime(ScriptedPolicy(fetch_script))
         factory = functools.partial(openai_policy_factory, max_retries=1, backoff_base_s=0.01)

@@ -25,12 +25,16 @@ from urllib.parse import urlsplit
 import pytest
 from starlette.testclient import TestClient
 
-from agentrft.backends.sagemaker import auth
-from agentrft.backends.sagemaker.auth import TokenProviders
-from agentrft.backends.sagemaker.job_runtime import JobRuntimeReporter
-from agentrft.backends.sagemaker.loopback import LoopbackJobRuntime
-from agentrft.backends.sagemaker.payload import endpoint_allowed, parse_payload, shown_endpoint
-from agentrft.backends.sagemaker.runtime_app import build_app, openai_policy_factory
+from agentrft.backends.sagemaker.runtime import auth
+from agentrft.backends.sagemaker.runtime.app import build_app, openai_policy_factory
+from agentrft.backends.sagemaker.runtime.auth import TokenProviders
+from agentrft.backends.sagemaker.runtime.job_runtime import JobRuntimeReporter
+from agentrft.backends.sagemaker.runtime.payload import (
+    endpoint_allowed,
+    parse_payload,
+    shown_endpoint,
+)
+from agentrft.backends.sagemaker.testing.loopback import LoopbackJobRuntime
 from agentrft.policies.scripted import ScriptedPolicy
 from agentrft.testing import FindNumberTask, find_number_expert
 

@@ -103,7 +103,7 @@ def test_the_filter_scrubs_message_args_and_traceback() -> None:
 
 def test_the_runtime_apps_handlers_scrub(agentrft_logger: logging.Logger) -> None:
     pytest.importorskip("bedrock_agentcore")
-    from agentrft.backends.sagemaker import runtime_main
+    from agentrft.backends.sagemaker.runtime import main as runtime_main
 
     agentrft_logger.handlers.clear()  # as in a fresh runtime process
     runtime_main._configure_logging()

@@ -12,8 +12,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from botocore.credentials import Credentials
 
-from agentrft.backends.sagemaker import auth
-from agentrft.backends.sagemaker.auth import (
+from agentrft.backends.sagemaker.runtime import auth
+from agentrft.backends.sagemaker.runtime.auth import (
     BearerTokenProvider,
     RolloutToken,
     TokenProviders,

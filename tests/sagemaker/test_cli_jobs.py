@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from agentrft import hookimpl
-from agentrft.backends.sagemaker import jobs_cli
 from agentrft.backends.sagemaker import plugin as sagemaker_plugin
-from agentrft.backends.sagemaker.job_document import validate_request
-from agentrft.backends.sagemaker.stubbed import (
+from agentrft.backends.sagemaker.cli import jobs as jobs_cli
+from agentrft.backends.sagemaker.jobs.job_document import validate_request
+from agentrft.backends.sagemaker.testing.stubbed import (
     ACCOUNT,
     describe_job_response,
     job_arn,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agentrft.backends.sagemaker import service_facts as facts
-from agentrft.backends.sagemaker.aws import SageMakerError
-from agentrft.backends.sagemaker.cost import (
+from agentrft.backends.sagemaker.jobs import service_facts as facts
+from agentrft.backends.sagemaker.jobs.aws import SageMakerError
+from agentrft.backends.sagemaker.jobs.cost import (
     PriceTable,
     estimate,
     job_cost,

@@ -14,8 +14,8 @@ import typer
 from botocore.stub import ANY, Stubber
 from typer.testing import CliRunner
 
-from agentrft.backends.sagemaker import runtime_cli
-from agentrft.backends.sagemaker.bundle import (
+from agentrft.backends.sagemaker.cli import runtime as runtime_cli
+from agentrft.backends.sagemaker.jobs.bundle import (
     BundleError,
     build_bundle,
     entry_script,
@@ -23,7 +23,7 @@ from agentrft.backends.sagemaker.bundle import (
     runtime_requirements,
     sha256_file,
 )
-from agentrft.backends.sagemaker.deploy import (
+from agentrft.backends.sagemaker.jobs.deploy import (
     DeployError,
     DeploySpec,
     check_name,
@@ -54,7 +54,7 @@ def test_offline_bundle_has_agentrft_its_entry_points_and_main(tmp_path: Path) -
     zip_path = build_bundle(plan)
     names = zipfile.ZipFile(zip_path).namelist()
     assert "main.py" in names
-    assert "agentrft/backends/sagemaker/runtime_main.py" in names
+    assert "agentrft/backends/sagemaker/runtime/main.py" in names
     assert "agentrft-0.1.0.dist-info/entry_points.txt" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert not [n for n in names if n.endswith(("RECORD", "direct_url.json"))]

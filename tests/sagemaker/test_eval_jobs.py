@@ -11,12 +11,12 @@ import pytest
 from botocore.stub import ANY
 from rich.console import Console
 
-from agentrft.backends.sagemaker import service_facts as facts
-from agentrft.backends.sagemaker.aws import SageMakerError
 from agentrft.backends.sagemaker.backend import SageMakerBackend
-from agentrft.backends.sagemaker.evaluation_jobs import EvalRun, parse_runs
-from agentrft.backends.sagemaker.job_document import read_evaluation_metrics, validate_request
-from agentrft.backends.sagemaker.stubbed import (
+from agentrft.backends.sagemaker.jobs import service_facts as facts
+from agentrft.backends.sagemaker.jobs.aws import SageMakerError
+from agentrft.backends.sagemaker.jobs.evaluations import EvalRun, parse_runs
+from agentrft.backends.sagemaker.jobs.job_document import read_evaluation_metrics, validate_request
+from agentrft.backends.sagemaker.testing.stubbed import (
     ACCOUNT,
     describe_job_response,
     hub_content_response,

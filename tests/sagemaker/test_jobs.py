@@ -12,10 +12,10 @@ from botocore.response import StreamingBody
 from botocore.stub import ANY
 from rich.console import Console
 
-from agentrft.backends.sagemaker import service_facts as facts
-from agentrft.backends.sagemaker.aws import SageMakerError
 from agentrft.backends.sagemaker.backend import SageMakerBackend
-from agentrft.backends.sagemaker.job_document import (
+from agentrft.backends.sagemaker.jobs import service_facts as facts
+from agentrft.backends.sagemaker.jobs.aws import SageMakerError
+from agentrft.backends.sagemaker.jobs.job_document import (
     hp_value,
     make_job_name,
     read_job,
@@ -23,8 +23,13 @@ from agentrft.backends.sagemaker.job_document import (
     validate_job_name,
     validate_request,
 )
-from agentrft.backends.sagemaker.jobs import describe_job, list_jobs, split_job_ref, stop_job
-from agentrft.backends.sagemaker.stubbed import (
+from agentrft.backends.sagemaker.jobs.lifecycle import (
+    describe_job,
+    list_jobs,
+    split_job_ref,
+    stop_job,
+)
+from agentrft.backends.sagemaker.testing.stubbed import (
     ACCOUNT,
     describe_job_response,
     hub_content_response,
@@ -494,7 +499,7 @@ def test_job_names_and_refs() -> None:
 
 
 def test_watch_tolerates_a_few_failed_polls_then_gives_up() -> None:
-    from agentrft.backends.sagemaker.jobs import MAX_POLL_FAILURES, watch_job
+    from agentrft.backends.sagemaker.jobs.lifecycle import MAX_POLL_FAILURES, watch_job
 
     s = stubbed_aws(REGION, services=["sagemaker"])
     s["sagemaker"].add_client_error("describe_job", "ThrottlingException", "Rate exceeded")
@@ -538,7 +543,7 @@ def test_an_unreadable_schema_is_a_note_not_a_failure() -> None:
 
 
 def test_nova_groups_are_created_restricted_as_the_sdk_does() -> None:
-    from agentrft.backends.sagemaker.hub import ensure_model_package_group
+    from agentrft.backends.sagemaker.jobs.hub import ensure_model_package_group
 
     s = stubbed_aws(REGION, services=["sagemaker"])
     s["sagemaker"].add_client_error(

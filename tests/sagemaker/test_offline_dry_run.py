@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from agentrft.backends.sagemaker import recipe
-from agentrft.backends.sagemaker.job_document import validate_request
-from agentrft.backends.sagemaker.static_checks import bucket_problem, input_problems
+from agentrft.backends.sagemaker.jobs import recipe
+from agentrft.backends.sagemaker.jobs.job_document import validate_request
+from agentrft.backends.sagemaker.jobs.static_checks import bucket_problem, input_problems
 from agentrft.cli.app import create_app
 from agentrft.config import load_config
 from agentrft.plugins import load_plugins, use_plugins

@@ -12,13 +12,13 @@ import pytest
 from botocore.response import StreamingBody
 from rich.console import Console
 
-from agentrft.backends.sagemaker import preflight as preflight_mod
-from agentrft.backends.sagemaker import service_facts as facts
-from agentrft.backends.sagemaker.aws import SageMakerError
 from agentrft.backends.sagemaker.backend import SageMakerBackend
-from agentrft.backends.sagemaker.iam import job_role_trust_policy, trust_problems
-from agentrft.backends.sagemaker.preflight import run_preflight
-from agentrft.backends.sagemaker.stubbed import ACCOUNT, stubbed_aws
+from agentrft.backends.sagemaker.jobs import preflight as preflight_mod
+from agentrft.backends.sagemaker.jobs import service_facts as facts
+from agentrft.backends.sagemaker.jobs.aws import SageMakerError
+from agentrft.backends.sagemaker.jobs.iam import job_role_trust_policy, trust_problems
+from agentrft.backends.sagemaker.jobs.preflight import run_preflight
+from agentrft.backends.sagemaker.testing.stubbed import ACCOUNT, stubbed_aws
 from agentrft.config import load_config
 from agentrft.testing import FindNumberTask
 

@@ -21,12 +21,12 @@ import pytest
 import uvicorn
 
 from agentrft import Environment, RewardResult, Task, TaskInputError, Tier, TieredReward, tool
-from agentrft.backends.sagemaker import auth
-from agentrft.backends.sagemaker.auth import TokenProviders
-from agentrft.backends.sagemaker.job_runtime import JobRuntimeReporter
-from agentrft.backends.sagemaker.loopback import LoopbackJobRuntime, Recorded
-from agentrft.backends.sagemaker.payload import JOB_ARN_HEADER
-from agentrft.backends.sagemaker.runtime_app import build_app, openai_policy_factory
+from agentrft.backends.sagemaker.runtime import auth
+from agentrft.backends.sagemaker.runtime.app import build_app, openai_policy_factory
+from agentrft.backends.sagemaker.runtime.auth import TokenProviders
+from agentrft.backends.sagemaker.runtime.job_runtime import JobRuntimeReporter
+from agentrft.backends.sagemaker.runtime.payload import JOB_ARN_HEADER
+from agentrft.backends.sagemaker.testing.loopback import LoopbackJobRuntime, Recorded
 from agentrft.policies.scripted import ScriptedPolicy, call
 from agentrft.trajectory import Trajectory
 
@@ -265,7 +265,7 @@ def test_exactly_the_inference_params_set_are_sent(
 
 
 def test_the_loops_sampling_never_overrides_the_jobs() -> None:
-    from agentrft.backends.sagemaker.payload import parse_payload
+    from agentrft.backends.sagemaker.runtime.payload import parse_payload
 
     job = parse_payload(
         {**payload("{}"), "inferenceParams": {"temperature": 0.9}}, {"AWS_REGION": "us-east-1"}
@@ -590,7 +590,7 @@ RUNTIME_ARN = "arn:aws:bedrock-agentcore:us-east-1:111122223333:runtime/agentrft
 def test_smoke_test_through_the_chain_says_it_works(
     aws: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agentrft.backends.sagemaker.smoke import run_smoke_test
+    from agentrft.backends.sagemaker.jobs.smoke import run_smoke_test
 
     def no_job(rec: Recorded) -> tuple[int, str]:
         return (400, "Could not find job.")
@@ -619,7 +619,7 @@ def test_smoke_test_through_the_chain_says_it_works(
 
 
 def test_smoke_test_timeout_means_the_server_never_started(aws: None) -> None:
-    from agentrft.backends.sagemaker.smoke import run_smoke_test
+    from agentrft.backends.sagemaker.jobs.smoke import run_smoke_test
 
     with serve(DoorTask()) as app:
         proxy = AgentCoreProxy(app.url, hang_s=1.5)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentrft.backends.sagemaker import runtime_main
-from agentrft.backends.sagemaker.payload import parse_payload
+from agentrft.backends.sagemaker.runtime import main as runtime_main
+from agentrft.backends.sagemaker.runtime.payload import parse_payload
 
 JOB = "arn:aws:sagemaker:us-west-2:111122223333:job/AgentRFT/run-1"
 

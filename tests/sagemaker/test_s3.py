@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from agentrft.backends.sagemaker.aws import SageMakerError
-from agentrft.backends.sagemaker.s3 import (
+from agentrft.backends.sagemaker.jobs.aws import SageMakerError
+from agentrft.backends.sagemaker.jobs.s3 import (
     bucket_region,
     check_same_region,
     parse_s3_uri,
     upload_file,
 )
-from agentrft.backends.sagemaker.stubbed import stubbed_aws
+from agentrft.backends.sagemaker.testing.stubbed import stubbed_aws
 
 
 def rows_file(tmp_path: Path) -> Path:

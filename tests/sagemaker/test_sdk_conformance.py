@@ -32,12 +32,13 @@ from urllib.parse import parse_qsl
 import pytest
 
 from agentrft import Environment, RewardResult, Task, TaskInputError, Tier, TieredReward, tool
-from agentrft.backends.sagemaker import auth, recipe
-from agentrft.backends.sagemaker.auth import TokenProviders
-from agentrft.backends.sagemaker.job_runtime import JobRuntimeReporter
-from agentrft.backends.sagemaker.loopback import LoopbackJobRuntime, Recorded
-from agentrft.backends.sagemaker.runtime_app import RolloutRunner, openai_policy_factory
-from agentrft.backends.sagemaker.stubbed import describe_job_response, hub_content_response
+from agentrft.backends.sagemaker.jobs import recipe
+from agentrft.backends.sagemaker.runtime import auth
+from agentrft.backends.sagemaker.runtime.app import RolloutRunner, openai_policy_factory
+from agentrft.backends.sagemaker.runtime.auth import TokenProviders
+from agentrft.backends.sagemaker.runtime.job_runtime import JobRuntimeReporter
+from agentrft.backends.sagemaker.testing.loopback import LoopbackJobRuntime, Recorded
+from agentrft.backends.sagemaker.testing.stubbed import describe_job_response, hub_content_response
 from agentrft.messages import Message
 from agentrft.policies.scripted import ScriptedPolicy, call
 from agentrft.trajectory import Trajectory
@@ -492,7 +493,7 @@ def sdk_create_job(hyperparameters: dict[str, Any], tmp: Path) -> tuple[dict[str
 
 
 def test_a_value_set_to_todays_default_is_sent_by_agentrft_only(tmp_path: Path) -> None:
-    from agentrft.backends.sagemaker.job_document import training_hyperparameters
+    from agentrft.backends.sagemaker.jobs.job_document import training_hyperparameters
     from agentrft.config import load_config
 
     theirs, _ = sdk_create_job({"max_steps": 50, "group_size": 16}, tmp_path)
@@ -513,7 +514,7 @@ def test_the_launch_run_requests_agree_with_multi_turn_rl_trainer(
 
     from typer.testing import CliRunner
 
-    from agentrft.backends.sagemaker.job_document import validate_request
+    from agentrft.backends.sagemaker.jobs.job_document import validate_request
     from agentrft.cli.app import create_app
     from agentrft.plugins import load_plugins, use_plugins
 

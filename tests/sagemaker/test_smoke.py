@@ -11,7 +11,7 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 
-from agentrft.backends.sagemaker.smoke import (
+from agentrft.backends.sagemaker.jobs.smoke import (
     parse_runtime_arn,
     run_smoke_test,
     smoke_payload,
@@ -216,7 +216,7 @@ def test_smoke_test_command_exit_codes(monkeypatch: pytest.MonkeyPatch) -> None:
     import typer
     from typer.testing import CliRunner
 
-    from agentrft.backends.sagemaker import runtime_cli
+    from agentrft.backends.sagemaker.cli import runtime as runtime_cli
 
     app = typer.Typer()
 

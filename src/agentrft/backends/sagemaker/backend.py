@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentrft.backend import Backend
-from agentrft.backends.sagemaker import recipe
-from agentrft.backends.sagemaker import service_facts as facts
-from agentrft.backends.sagemaker.aws import Aws, SageMakerError, make_aws, parse_arn
-from agentrft.backends.sagemaker.job_document import (
+from agentrft.backends.sagemaker.jobs import recipe
+from agentrft.backends.sagemaker.jobs import service_facts as facts
+from agentrft.backends.sagemaker.jobs.aws import Aws, SageMakerError, make_aws, parse_arn
+from agentrft.backends.sagemaker.jobs.job_document import (
     JobView,
     TrainingSpec,
     base_model_arn_from_parts,
@@ -34,7 +34,7 @@ from agentrft.backends.sagemaker.job_document import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from agentrft.backends.sagemaker.evaluation_jobs import EvaluationResult
+    from agentrft.backends.sagemaker.jobs.evaluations import EvaluationResult
     from agentrft.config import Config
     from agentrft.task import Task
 
@@ -138,7 +138,7 @@ class SageMakerBackend(Backend):
     def _base_model(
         self, aws: Aws, config: Config, offline: bool, notes: list[str]
     ) -> tuple[str, dict[str, Any] | None]:
-        from agentrft.backends.sagemaker.hub import resolve_base_model
+        from agentrft.backends.sagemaker.jobs.hub import resolve_base_model
 
         sm = config.sagemaker
         if offline:
@@ -159,7 +159,7 @@ class SageMakerBackend(Backend):
         offline: bool,
         notes: list[str],
     ) -> str:
-        from agentrft.backends.sagemaker.hub import ensure_model_package_group
+        from agentrft.backends.sagemaker.jobs.hub import ensure_model_package_group
 
         name = configured or default
         if offline:
@@ -186,7 +186,7 @@ class SageMakerBackend(Backend):
     def _preflight(
         self, config: Config, task: Task[Any], aws: Aws, purpose: str, console: Console
     ) -> None:
-        from agentrft.backends.sagemaker.preflight import run_preflight
+        from agentrft.backends.sagemaker.jobs.preflight import run_preflight
 
         report = run_preflight(config, purpose=purpose, task=task, aws=aws)  # type: ignore[arg-type]
         report.render(console)
@@ -204,7 +204,7 @@ class SageMakerBackend(Backend):
     ) -> Any:
         """Run and print the preflight (what `agentrft doctor --backend sagemaker` shows);
         returns the `PreflightReport` (`.ok` is False when a check failed)."""
-        from agentrft.backends.sagemaker.preflight import run_preflight
+        from agentrft.backends.sagemaker.jobs.preflight import run_preflight
 
         if aws is None and (config.sagemaker.region or config.sagemaker.runtime_arn):
             try:
@@ -239,7 +239,7 @@ class SageMakerBackend(Backend):
         it also makes the read-only lookups a submission makes (DescribeHubContent, the
         recipe's specs on S3, DescribeModelPackageGroup, DescribeJobSchemaVersion).
         """
-        from agentrft.backends.sagemaker.static_checks import raise_for_inputs
+        from agentrft.backends.sagemaker.jobs.static_checks import raise_for_inputs
 
         self.check_available()
         out = _console(console)
@@ -282,7 +282,7 @@ class SageMakerBackend(Backend):
             self._preflight(config, task, aws, "train", out)
         base_arn, specs = self._base_model(aws, config, not remote, notes)
         if specs:
-            from agentrft.backends.sagemaker.hub import check_against_specs
+            from agentrft.backends.sagemaker.jobs.hub import check_against_specs
 
             spec_errors, spec_warnings = check_against_specs(hps, specs)
             if spec_errors:
@@ -331,7 +331,7 @@ class SageMakerBackend(Backend):
         )
         validate_request("CreateJob", request)
         if remote and sm.preflight:
-            from agentrft.backends.sagemaker.service_schema import check_document
+            from agentrft.backends.sagemaker.jobs.service_schema import check_document
 
             check_document(aws, facts.TRAINING_CATEGORY, training_document(spec), notes)
         rows = recipe.plan(hps, set(config.model_fields_set), sm.base_model, send_all=send_all)
@@ -344,7 +344,7 @@ class SageMakerBackend(Backend):
             out.out(printable_request(request), highlight=False)
             return TrainSubmission(job_name, request, dry_run=True, notes=notes, plan=rows)
 
-        from agentrft.backends.sagemaker.jobs import create_job, watch_job
+        from agentrft.backends.sagemaker.jobs.lifecycle import create_job, watch_job
 
         arn = create_job(aws, request)
         out.print(f"created {arn}")
@@ -370,7 +370,7 @@ class SageMakerBackend(Backend):
 
     @staticmethod
     def _report_finished(view: JobView, config: Config, out: Console) -> None:
-        from agentrft.backends.sagemaker.cost import format_tokens, job_cost, load_prices
+        from agentrft.backends.sagemaker.jobs.cost import format_tokens, job_cost, load_prices
 
         if view.status != "Completed":
             raise SageMakerError(
@@ -414,15 +414,15 @@ class SageMakerBackend(Backend):
         and, with a model package, the trained one. `dry_run` calls nothing remote;
         `lookups` adds the read-only hub and schema lookups.
         """
-        from agentrft.backends.sagemaker.cost import load_prices
-        from agentrft.backends.sagemaker.evaluation_jobs import (
+        from agentrft.backends.sagemaker.jobs.cost import load_prices
+        from agentrft.backends.sagemaker.jobs.evaluations import (
             EvaluationPlan,
             EvaluationResult,
             parse_runs,
             render_table,
             run_evaluations,
         )
-        from agentrft.backends.sagemaker.static_checks import raise_for_inputs
+        from agentrft.backends.sagemaker.jobs.static_checks import raise_for_inputs
 
         self.check_available()
         out = _console(console)
@@ -481,7 +481,7 @@ class SageMakerBackend(Backend):
         )
         schema = None
         if remote and sm.preflight:
-            from agentrft.backends.sagemaker.service_schema import fetch_schema
+            from agentrft.backends.sagemaker.jobs.service_schema import fetch_schema
 
             schema_notes: list[str] = []
             schema = fetch_schema(aws, facts.EVALUATION_CATEGORY, schema_notes)

@@ -20,7 +20,7 @@ def agentrft_backends() -> list[type]:
 
 @hookimpl
 def agentrft_cli(app: Any) -> None:
-    from agentrft.backends.sagemaker import jobs_cli, runtime_cli
+    from agentrft.backends.sagemaker.cli import jobs, runtime
 
-    runtime_cli.register(app)
-    jobs_cli.register(app)
+    runtime.register(app)
+    jobs.register(app)

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentrft.backends.sagemaker import iam
-from agentrft.backends.sagemaker import service_facts as facts
-from agentrft.backends.sagemaker.aws import (
+from agentrft.backends.sagemaker.jobs import iam
+from agentrft.backends.sagemaker.jobs import service_facts as facts
+from agentrft.backends.sagemaker.jobs.aws import (
     SageMakerError,
     error_code,
     error_message,
@@ -26,12 +26,12 @@ from agentrft.backends.sagemaker.aws import (
     make_aws,
     parse_arn,
 )
-from agentrft.backends.sagemaker.s3 import bucket_region, parse_s3_uri, read_text
+from agentrft.backends.sagemaker.jobs.s3 import bucket_region, parse_s3_uri, read_text
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from agentrft.backends.sagemaker.aws import Aws
+    from agentrft.backends.sagemaker.jobs.aws import Aws
     from agentrft.config import Config
     from agentrft.task import Task
 

@@ -14,7 +14,7 @@ import ipaddress
 import re
 from typing import TYPE_CHECKING, Literal
 
-from agentrft.backends.sagemaker.aws import SageMakerError
+from agentrft.backends.sagemaker.jobs.aws import SageMakerError
 
 if TYPE_CHECKING:
     from agentrft.config import Config

@@ -6,15 +6,20 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agentrft.backends.sagemaker import service_facts as facts
-from agentrft.backends.sagemaker.aws import SageMakerError, error_code, error_message, parse_arn
-from agentrft.backends.sagemaker.cost import PriceTable, format_tokens, job_cost
-from agentrft.backends.sagemaker.job_document import JobView, read_job
+from agentrft.backends.sagemaker.jobs import service_facts as facts
+from agentrft.backends.sagemaker.jobs.aws import (
+    SageMakerError,
+    error_code,
+    error_message,
+    parse_arn,
+)
+from agentrft.backends.sagemaker.jobs.cost import PriceTable, format_tokens, job_cost
+from agentrft.backends.sagemaker.jobs.job_document import JobView, read_job
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from agentrft.backends.sagemaker.aws import Aws
+    from agentrft.backends.sagemaker.jobs.aws import Aws
 
 CATEGORIES = (facts.TRAINING_CATEGORY, facts.EVALUATION_CATEGORY)
 #: Consecutive failed DescribeJob polls tolerated while watching a job.

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentrft.backends.sagemaker import service_facts as facts
-from agentrft.backends.sagemaker.aws import SageMakerError
-from agentrft.backends.sagemaker.cost import PriceTable, format_tokens, job_cost
-from agentrft.backends.sagemaker.job_document import (
+from agentrft.backends.sagemaker.jobs import service_facts as facts
+from agentrft.backends.sagemaker.jobs.aws import SageMakerError
+from agentrft.backends.sagemaker.jobs.cost import PriceTable, format_tokens, job_cost
+from agentrft.backends.sagemaker.jobs.job_document import (
     EvalMetrics,
     EvaluationSpec,
     JobView,
@@ -33,12 +33,12 @@ from agentrft.backends.sagemaker.job_document import (
     printable_request,
     validate_request,
 )
-from agentrft.backends.sagemaker.jobs import create_job, watch_job
+from agentrft.backends.sagemaker.jobs.lifecycle import create_job, watch_job
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from agentrft.backends.sagemaker.aws import Aws
+    from agentrft.backends.sagemaker.jobs.aws import Aws
     from agentrft.config import Config
 
 RUN_LABELS = ("base", "trained")
@@ -275,7 +275,7 @@ def run_evaluations(
         name = make_job_name(f"{prefix}-{run.label}-{_temp_tag(run.temperature)}")
         outcomes.append(EvalOutcome(run, name, build_request(plan, config, run, name)))
     if schema is not None:
-        from agentrft.backends.sagemaker.service_schema import schema_errors
+        from agentrft.backends.sagemaker.jobs.service_schema import schema_errors
 
         for o in outcomes:
             problems = schema_errors(schema, json.loads(o.request["JobConfigDocument"]))

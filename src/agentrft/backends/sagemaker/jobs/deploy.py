@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from agentrft.backends.sagemaker.aws import Aws
-from agentrft.backends.sagemaker.bundle import (
+from agentrft.backends.sagemaker.jobs.aws import Aws
+from agentrft.backends.sagemaker.jobs.bundle import (
     ENTRY_FILE,
     RUNTIME_PYTHON,
     BundlePlan,
@@ -33,8 +33,8 @@ from agentrft.backends.sagemaker.bundle import (
     plan_bundle,
     sha256_file,
 )
-from agentrft.backends.sagemaker.runtime_main import BIND_ALL_ENV, REWARD_ENV, TASK_ENV
-from agentrft.backends.sagemaker.s3 import location_region
+from agentrft.backends.sagemaker.jobs.s3 import location_region
+from agentrft.backends.sagemaker.runtime.main import BIND_ALL_ENV, REWARD_ENV, TASK_ENV
 
 RUNTIME_NAME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 ROLE_ARN_RE = re.compile(r"^arn:aws(-[^:]+)?:iam::([0-9]{12})?:role/.+$")
@@ -461,7 +461,7 @@ def _preflight_ok(aws: Aws, role_arn: str) -> bool:
     """The backend's preflight for a deploy (credentials, region, the runtime role)."""
     from rich.console import Console
 
-    from agentrft.backends.sagemaker.preflight import run_preflight
+    from agentrft.backends.sagemaker.jobs.preflight import run_preflight
     from agentrft.config import Config
 
     report = run_preflight(Config(), purpose="deploy", aws=aws, runtime_role_arn=role_arn)

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentrft.backends.sagemaker.aws import SageMakerError, error_code, error_message
+from agentrft.backends.sagemaker.jobs.aws import SageMakerError, error_code, error_message
 
 if TYPE_CHECKING:
-    from agentrft.backends.sagemaker.aws import Aws
+    from agentrft.backends.sagemaker.jobs.aws import Aws
 
 #: A single PutObject carries at most 5 GB; dataset files are far smaller.
 MAX_PUT_BYTES = 5 * 1024**3

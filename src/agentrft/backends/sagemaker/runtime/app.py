@@ -26,9 +26,13 @@ from typing import Any
 from bedrock_agentcore import BedrockAgentCoreApp
 from starlette.responses import JSONResponse, Response
 
-from agentrft.backends.sagemaker.auth import BearerTokenProvider, RolloutToken, TokenProviders
-from agentrft.backends.sagemaker.job_runtime import JobRuntimeReporter, ReportOutcome
-from agentrft.backends.sagemaker.payload import (
+from agentrft.backends.sagemaker.runtime.auth import (
+    BearerTokenProvider,
+    RolloutToken,
+    TokenProviders,
+)
+from agentrft.backends.sagemaker.runtime.job_runtime import JobRuntimeReporter, ReportOutcome
+from agentrft.backends.sagemaker.runtime.payload import (
     POLICY_MODEL,
     SAMPLING_FIELDS,
     RolloutPayload,

@@ -40,7 +40,7 @@ def serve(
     reward: str = typer.Option(None, "--reward", help="A named reward replacing the task's."),
 ) -> None:
     """Serve /invocations and /ping for TASK, as the AgentCore runtime does."""
-    from agentrft.backends.sagemaker.runtime_main import serve_forever
+    from agentrft.backends.sagemaker.runtime.main import serve_forever
 
     serve_forever(task=task, port=port, host=host, reward=reward)
 
@@ -81,7 +81,7 @@ def deploy(
     Never redeploy while a job uses the runtime: in-flight rollouts lose their sampling
     requests and the service fails the job.
     """
-    from agentrft.backends.sagemaker.deploy import deploy_command
+    from agentrft.backends.sagemaker.jobs.deploy import deploy_command
 
     deploy_command(
         task=task,
@@ -108,6 +108,6 @@ def smoke_test(
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds to wait for the runtime."),
 ) -> None:
     """Invoke the runtime with a smoke payload (a fake job in your account) and explain it."""
-    from agentrft.backends.sagemaker.smoke import smoke_test_command
+    from agentrft.backends.sagemaker.jobs.smoke import smoke_test_command
 
     smoke_test_command(runtime_arn=runtime_arn, task=task, region=region, timeout=timeout)

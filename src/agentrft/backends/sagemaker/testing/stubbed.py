@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentrft.backends.sagemaker.aws import Aws
+from agentrft.backends.sagemaker.jobs.aws import Aws
 
 #: Fake, static credentials (never valid anywhere).
 FAKE_KEY = "AKIDAGENTRFTTEST0000"

@@ -12,10 +12,10 @@ import json
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from agentrft.backends.sagemaker import service_facts as facts
+from agentrft.backends.sagemaker.jobs import service_facts as facts
 
 if TYPE_CHECKING:
-    from agentrft.backends.sagemaker.aws import Aws
+    from agentrft.backends.sagemaker.jobs.aws import Aws
 
 
 def job_role_trust_policy() -> dict[str, Any]:

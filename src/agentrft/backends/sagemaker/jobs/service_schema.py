@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from agentrft.backends.sagemaker import service_facts as facts
-from agentrft.backends.sagemaker.aws import SageMakerError, error_code
+from agentrft.backends.sagemaker.jobs import service_facts as facts
+from agentrft.backends.sagemaker.jobs.aws import SageMakerError, error_code
 
 if TYPE_CHECKING:
-    from agentrft.backends.sagemaker.aws import Aws
+    from agentrft.backends.sagemaker.jobs.aws import Aws
 
 
 def fetch_schema(aws: Aws, category: str, notes: list[str]) -> dict[str, Any] | None:

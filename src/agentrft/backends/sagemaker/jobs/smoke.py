@@ -23,8 +23,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentrft.backends.sagemaker.deploy import RUNTIME_ARN_RE
-from agentrft.backends.sagemaker.runtime_main import TASK_ENV
+from agentrft.backends.sagemaker.jobs.deploy import RUNTIME_ARN_RE
+from agentrft.backends.sagemaker.runtime.main import TASK_ENV
 
 SMOKE_JOB_NAME = "smoke-test"
 SMOKE_ROLLOUT = "r1"

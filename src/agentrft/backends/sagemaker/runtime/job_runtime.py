@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agentrft.backends.sagemaker.auth import shared_session
+from agentrft.backends.sagemaker.runtime.auth import shared_session
 
 #: botocore retry settings for reporting (throttling and 5xx are retried, same ClientToken).
 REPORT_RETRIES = {"mode": "standard", "max_attempts": 4}

@@ -6,7 +6,8 @@ AgentCore runs a code zip on Linux ARM64 with a managed CPython (`PYTHON_3_11`),
 - third-party dependencies are installed by pip for the runtime's platform
   (`--platform manylinux2014_aarch64 --only-binary=:all: --python-version 3.11`), never
   from this machine's site-packages (their compiled parts are for the wrong CPU);
-- a generated `main.py` starts the app (`runtime_main.main`).
+- a generated `main.py` starts the app (`agentrft.backends.sagemaker.runtime.main`): the
+  `runtime` subpackage is what runs there; `jobs` and `cli` are the control plane.
 
 `plan_bundle` is pure (it reads installed metadata); `build_bundle` does the work.
 """
@@ -119,7 +120,7 @@ class BundlePlan:
         else:
             command = " ".join(_quote(a) for a in self.pip_command())
             steps.append(f"install dependencies for Linux ARM64 / CPython 3.11:\n       {command}")
-        steps.append(f"write {ENTRY_FILE} (starts agentrft.backends.sagemaker.runtime_main)")
+        steps.append(f"write {ENTRY_FILE} (starts agentrft.backends.sagemaker.runtime.main)")
         steps.append(f"zip {self.stage} -> {self.zip_path}")
         return steps
 
@@ -231,7 +232,7 @@ def entry_script(task: str, reward: str | None = None) -> str:
         lines.append(f"os.environ.setdefault('AGENTRFT_REWARD', {reward!r})")
     lines += [
         "",
-        "from agentrft.backends.sagemaker.runtime_main import main",
+        "from agentrft.backends.sagemaker.runtime.main import main",
         "",
         "main()",
         "",

@@ -42,13 +42,13 @@ def _load_config(path: Path | None, values: dict[str, Any]) -> Any:
 
 
 def _aws(config: Any) -> Any:
-    from agentrft.backends.sagemaker.aws import make_aws
+    from agentrft.backends.sagemaker.jobs.aws import make_aws
 
     return make_aws(config.sagemaker)
 
 
 def _category(value: str) -> list[str]:
-    from agentrft.backends.sagemaker import service_facts as facts
+    from agentrft.backends.sagemaker.jobs import service_facts as facts
 
     table = {
         "training": [facts.TRAINING_CATEGORY],
@@ -56,7 +56,7 @@ def _category(value: str) -> list[str]:
         "all": [facts.TRAINING_CATEGORY, facts.EVALUATION_CATEGORY],
     }
     if value not in table:
-        from agentrft.backends.sagemaker.aws import SageMakerError
+        from agentrft.backends.sagemaker.jobs.aws import SageMakerError
 
         raise SageMakerError(f"--category {value!r}: use training, evaluation or all")
     return table[value]
@@ -76,7 +76,7 @@ def jobs_list(
     """List SageMaker AI multi-turn RL jobs, newest first."""
     from rich.table import Table
 
-    from agentrft.backends.sagemaker.jobs import list_jobs
+    from agentrft.backends.sagemaker.jobs.lifecycle import list_jobs
 
     cfg = _load_config(config, {"sagemaker.region": region})
     aws = _aws(cfg)
@@ -107,8 +107,8 @@ def jobs_describe(
     config: Path = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
 ) -> None:
     """Status, progress, outputs, billed tokens and their cost of one job."""
-    from agentrft.backends.sagemaker.cost import load_prices
-    from agentrft.backends.sagemaker.jobs import describe_job, render_job
+    from agentrft.backends.sagemaker.jobs.cost import load_prices
+    from agentrft.backends.sagemaker.jobs.lifecycle import describe_job, render_job
 
     cfg = _load_config(config, {"sagemaker.region": region})
     aws = _aws(cfg)
@@ -145,7 +145,7 @@ def jobs_stop(
     config: Path = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
 ) -> None:
     """Stop a running job (StopJob). Billing stops with it; finished steps stay billed."""
-    from agentrft.backends.sagemaker.jobs import describe_job, stop_job
+    from agentrft.backends.sagemaker.jobs.lifecycle import describe_job, stop_job
 
     cfg = _load_config(config, {"sagemaker.region": region})
     aws = _aws(cfg)
@@ -185,7 +185,7 @@ def doctor(
     ),
 ) -> None:
     """Check the AWS account before a job: credentials, regions, roles, runtime, rows."""
-    from agentrft.backends.sagemaker.aws import SageMakerError
+    from agentrft.backends.sagemaker.jobs.aws import SageMakerError
 
     if backend != "sagemaker":
         raise SageMakerError(f"doctor --backend {backend}: only sagemaker has checks")
@@ -223,8 +223,8 @@ def doctor(
 
 
 def _print_policies(role_arn: str) -> None:
-    from agentrft.backends.sagemaker import iam
-    from agentrft.backends.sagemaker.aws import parse_arn
+    from agentrft.backends.sagemaker.jobs import iam
+    from agentrft.backends.sagemaker.jobs.aws import parse_arn
 
     try:
         account = parse_arn(role_arn, what="--role-arn").account
@@ -253,8 +253,8 @@ def dataset_upload(
     config: Path = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
 ) -> None:
     """Upload a dataset to S3, in the region where the job and runtime run."""
-    from agentrft.backends.sagemaker.aws import SageMakerError
-    from agentrft.backends.sagemaker.s3 import upload_file
+    from agentrft.backends.sagemaker.jobs.aws import SageMakerError
+    from agentrft.backends.sagemaker.jobs.s3 import upload_file
 
     cfg = _load_config(config, {"sagemaker.region": region})
     if not file.is_file():
@@ -313,8 +313,8 @@ def cost_estimate(
     config: Path = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
 ) -> None:
     """Estimate a training job's token bill from steps, batch, group size and a token profile."""
-    from agentrft.backends.sagemaker.aws import SageMakerError
-    from agentrft.backends.sagemaker.cost import (
+    from agentrft.backends.sagemaker.jobs.aws import SageMakerError
+    from agentrft.backends.sagemaker.jobs.cost import (
         TokenProfile,
         estimate,
         format_tokens,
@@ -398,9 +398,9 @@ def cost_job(
     config: Path = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
 ) -> None:
     """A job's billed tokens (DescribeJob's ServiceOutput) × prices."""
-    from agentrft.backends.sagemaker.aws import SageMakerError
-    from agentrft.backends.sagemaker.cost import format_tokens, job_cost, load_prices
-    from agentrft.backends.sagemaker.jobs import describe_job
+    from agentrft.backends.sagemaker.jobs.aws import SageMakerError
+    from agentrft.backends.sagemaker.jobs.cost import format_tokens, job_cost, load_prices
+    from agentrft.backends.sagemaker.jobs.lifecycle import describe_job
 
     cfg = _load_config(config, {"sagemaker.region": region})
     view = describe_job(_aws(cfg), name)

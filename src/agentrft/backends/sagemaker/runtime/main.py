@@ -25,7 +25,7 @@ AGENTCORE_PORT = 8080
 def load_app(task_name: str, reward: str | None = None) -> Any:
     """Resolve the task (and optional named reward) through the plugins; build the app."""
     try:
-        from agentrft.backends.sagemaker.runtime_app import build_app
+        from agentrft.backends.sagemaker.runtime.app import build_app
     except ImportError as exc:
         raise SystemExit(
             f"the runtime app needs the sagemaker extra ({exc.name or exc} is missing): "

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentrft.backends.sagemaker import service_facts as facts
-from agentrft.backends.sagemaker.aws import SageMakerError
+from agentrft.backends.sagemaker.jobs import service_facts as facts
+from agentrft.backends.sagemaker.jobs.aws import SageMakerError
 
 if TYPE_CHECKING:
     from agentrft.trajectory import Trajectory
