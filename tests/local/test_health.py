@@ -180,3 +180,13 @@ def test_curriculum_anneals_linearly_from_start_to_end():
     assert [curriculum_level(3, 0, s, 4) for s in range(1, 5)] == [3, 2, 1, 0]
     assert [curriculum_level(4, 2, s, 5) for s in range(1, 6)] == [4, 4, 3, 2, 2]
     assert curriculum_level(2, 2, 7, 10) == 2 and curriculum_level(5, 1, 1, 1) == 1
+
+
+def test_learning_rate_warms_up_linearly(tmp_path):
+    from agentrft.backends.local.grpo import learning_rate_at
+
+    config = tiny_config(tmp_path, learning_rate=1e-3, **{"local.lr_warmup_steps": 4})
+    assert [learning_rate_at(config, s) for s in (1, 2, 4, 9)] == pytest.approx(
+        [2.5e-4, 5e-4, 1e-3, 1e-3]
+    )
+    assert learning_rate_at(tiny_config(tmp_path, learning_rate=1e-3), 1) == 1e-3

@@ -34,8 +34,11 @@ from agentrft.trajectory import Trajectory
 
 #: The codes; single letters, so each is one token for most tokenizers.
 CODES = ("A", "B", "C", "D")
-_SHOWN = re.compile(r"^code ([A-Z]), decoy ([A-Z])$")
-_REPLY = "code {}, decoy {}"
+_SHOWN = re.compile(r"^code ([A-Z])(?: \1)*, decoy ([A-Z])$")
+
+
+def _reply(code: str, decoy: str, repeat: int) -> str:
+    return f"code {' '.join([code] * repeat)}, decoy {decoy}"
 
 
 @dataclass
@@ -48,9 +51,10 @@ class RelayInstance:
 class CodeRelayEnv(Environment):
     """Per-episode state: the hidden code, whether it was read, what was submitted."""
 
-    def __init__(self, instance: RelayInstance) -> None:
+    def __init__(self, instance: RelayInstance, repeat: int = 1) -> None:
         super().__init__()
         self.instance = instance
+        self.repeat = repeat
         self.reads = 0
         self.submitted: str | None = None
 
@@ -58,7 +62,7 @@ class CodeRelayEnv(Environment):
     def read_code(self) -> str:
         """Read the code for this session."""
         self.reads += 1
-        return _REPLY.format(self.instance.code, self.instance.decoy)
+        return _reply(self.instance.code, self.instance.decoy, self.repeat)
 
     @tool
     def submit(self, code: str) -> str:
@@ -82,6 +86,9 @@ class CodeRelayTask(Task[RelayInstance]):
     #: The letters a code and a decoy are drawn from. With two, a policy that ignores the
     #: reply cannot beat 50%; with four, 25%.
     codes: ClassVar[tuple[str, ...]] = CODES
+    #: How many times the reply writes the code (`code B B B, decoy D`). Repeated, the code
+    #: is most of the reply, so a small model can read it without a precise attention head.
+    repeat: ClassVar[int] = 1
     tiers: ClassVar[TieredReward] = TieredReward(
         [
             Tier(name="correct", base=1.0, solved=True),
@@ -107,7 +114,7 @@ class CodeRelayTask(Task[RelayInstance]):
         return RelayInstance(id=str(row.get("id", code)), code=code, decoy=decoy)
 
     def environment(self, instance: RelayInstance) -> CodeRelayEnv:
-        return CodeRelayEnv(instance)
+        return CodeRelayEnv(instance, self.repeat)
 
     def system_prompt(self, instance: RelayInstance) -> str:
         return "Reply only with tool calls."
@@ -120,7 +127,7 @@ class CodeRelayTask(Task[RelayInstance]):
 
     def hidden_values(self, instance: RelayInstance) -> list[str]:
         # The values are single letters: what must not leak is the reply that names them.
-        return [_REPLY.format(instance.code, instance.decoy)]
+        return [_reply(instance.code, instance.decoy, self.repeat)]
 
     def reward(self, env: Environment, trajectory: Trajectory) -> RewardResult:
         assert isinstance(env, CodeRelayEnv)

@@ -398,8 +398,12 @@ async def train_async(
         else:
             if config.local.eval_before and val_prompts:
                 say(f"evaluating the starting model on {len(val_prompts)} held-out rows ...")
+                start = None
+                if config.local.adapter:  # training continues from it: it is the start
+                    await loop.sync(0)
+                    start = loop.policy.adapter
                 before, trajs = await run_eval(
-                    task, config, engine, val_prompts, adapter=None, label="before",
+                    task, config, engine, val_prompts, adapter=start, label="before",
                     reward_fn=reward_fn,
                 )  # fmt: skip
                 _save_eval(eval_dir, "before", before, trajs)

@@ -81,6 +81,14 @@ def curriculum_level(start: int, end: int, step: int, total: int) -> int:
     return round(start + (end - start) * (min(step, total) - 1) / (total - 1))
 
 
+def learning_rate_at(config: Config, step: int) -> float:
+    """`learning_rate`, ramped linearly over the first `local.lr_warmup_steps` steps."""
+    warmup = config.local.lr_warmup_steps
+    if warmup and step < warmup:
+        return config.learning_rate * step / warmup
+    return config.learning_rate
+
+
 def step_seed(seed: int, step: int) -> int:
     return (seed * 1_000_003 + step * 100_003) % (2**31)
 
@@ -184,6 +192,7 @@ class GRPOLoop:
         rollout_s = time.perf_counter() - t0
 
         t1 = time.perf_counter()
+        self.trainer.set_learning_rate(learning_rate_at(cfg, step))
         rewards = [t.reward.total if t.reward else 0.0 for t in trajs]
         adv = compute_advantages(
             rewards,
@@ -221,6 +230,7 @@ class GRPOLoop:
         metrics = self._metrics(trajs, rewards, adv.zero_variance_fraction, rollout_s)
         metrics.update(rollout_health(trajs, adv.zero_variance_fraction))
         metrics["analysis/dropped_groups"] = admitted.count(False) / cfg.group_size
+        metrics["learning_rate"] = learning_rate_at(cfg, step)
         if cfg.local.curriculum_start or cfg.local.curriculum_end:
             metrics["curriculum_level"] = float(level)
         metrics.update(train_metrics)
