@@ -3,11 +3,15 @@ backends, installed with `use_plugins` so no installed plugin leaks into a test.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pytest
+from pydantic import Field
 
 from agentrft import Backend, NamedReward, RewardResult, Tier, TieredReward, hookimpl
+from agentrft.backend import CliOption, Command, EvalResult, TrainOptions, TrainResult
+from agentrft.config import Section
 from agentrft.plugins import load_plugins, use_plugins
 from agentrft.testing import CounterTask, FindNumberEnv, FindNumberTask
 
@@ -58,20 +62,47 @@ class TinyPlugin:
         return {"fewest_guesses": FEWEST_GUESSES, "untiered": untiered}
 
 
+class RecordingSection(Section):
+    """The recording backend's config section."""
+
+    model: str | None = Field(None, description="The model to record.")
+    note: str = Field("", description="A setting only this backend reads.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordingTrainOptions(TrainOptions):
+    resume: str | None = None
+
+
+@dataclass
+class RecordedRun(TrainResult):
+    run: str = "runs/recorded"
+
+
 class RecordingBackend(Backend):
-    """A backend that records what the CLI hands it."""
+    """A backend that records what the CLI hands it: its own section, flags and options."""
 
     name: ClassVar[str] = "local"
     extra: ClassVar[str] = "local"
-    calls: ClassVar[list[tuple[str, Any, Any, dict[str, Any]]]] = []
+    config_section: ClassVar[type[Section]] = RecordingSection
+    train_options: ClassVar[type[TrainOptions]] = RecordingTrainOptions
+    model_key: ClassVar[str] = "local.model"
+    keeps_trajectories: ClassVar[bool] = True
+    calls: ClassVar[list[tuple[str, Any, Any, Any]]] = []
 
-    def train(self, task: Any, config: Any, **options: Any) -> Any:
+    @classmethod
+    def cli_options(cls, command: Command) -> list[CliOption]:
+        note = CliOption("note", ("--note",), "A note (local.note).", key="local.note")
+        resume = CliOption("resume", ("--resume",), "Run to resume.", option="resume")
+        return [note, resume] if command == "train" else [note]
+
+    def train(self, task: Any, config: Any, options: Any = None) -> TrainResult:
         self.calls.append(("train", task, config, options))
-        return "runs/recorded"
+        return RecordedRun()
 
-    def evaluate(self, task: Any, config: Any, **options: Any) -> Any:
+    def evaluate(self, task: Any, config: Any, options: Any = None) -> EvalResult:
         self.calls.append(("evaluate", task, config, options))
-        return None
+        return EvalResult()
 
 
 class MissingDepsBackend(RecordingBackend):
@@ -100,3 +131,27 @@ def backend_plugins() -> Any:
     plugins = load_plugins(extra=[TinyPlugin(), BackendPlugin()], entry_points=False)
     with use_plugins(plugins):
         yield RecordingBackend.calls
+
+
+@pytest.fixture
+def more_backends() -> Any:
+    """`backend_plugins` plus the plugin objects given: `with more_backends(MyPlugin()):`."""
+    RecordingBackend.calls.clear()
+
+    def install(*extra: Any) -> Any:
+        plugins = load_plugins(extra=[TinyPlugin(), BackendPlugin(), *extra], entry_points=False)
+        return use_plugins(plugins)
+
+    return install
+
+
+@pytest.fixture
+def builtin_plugins() -> Any:
+    """`tiny_plugins` plus the built-in local and sagemaker backends (their config sections
+    and flags), as an install of agentrft has them."""
+    from agentrft.backends.local import plugin as local_plugin
+    from agentrft.backends.sagemaker import plugin as sagemaker_plugin
+
+    extra = [TinyPlugin(), local_plugin, sagemaker_plugin]
+    with use_plugins(load_plugins(extra=extra, entry_points=False)) as plugins:
+        yield plugins

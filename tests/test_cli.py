@@ -8,13 +8,14 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
-from agentrft import hookimpl
+from agentrft import Backend, hookimpl
+from agentrft.backend import EvalResult, TrainResult
 from agentrft.cli.app import app, create_app, get_group
 from agentrft.datasets import read_prompts, read_rows
 from agentrft.plugins import load_plugins, use_plugins
@@ -370,19 +371,21 @@ def test_train_maps_flags_into_the_config(backend_plugins, tmp_path: Path) -> No
     cfg.write_text('task = "find_number"\nmax_steps = 100\n[local]\nmodel = "from-file"\n')
     result = run(
         "train", "-c", str(cfg), "--model", "from-flag", "--max-steps", "5",
-        "--set", "group_size=4", "--reward", "fewest_guesses", "--role-arn", "arn:role",
-        "--train-uri", "s3://b/train.jsonl", "--dry-run",
+        "--set", "group_size=4", "--reward", "fewest_guesses", "--note", "hello",
+        "--resume", "runs/old", "--data", "rows.jsonl", "--dry-run", cli=create_app(),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "runs/recorded" in result.output
+    assert "run: runs/recorded" in result.output  # the result's summary
     ((verb, task, config, options),) = backend_plugins
     assert verb == "train" and task.name == "find_number"
-    assert (config.local.model, config.max_steps, config.group_size) == ("from-flag", 5, 4)
-    assert config.sagemaker.role_arn == "arn:role"
-    assert config.sagemaker.train_s3_uri == "s3://b/train.jsonl"
+    # --model is the backend's model key; its own flag sets its own section's key
+    assert (config.local.model, config.local.note) == ("from-flag", "hello")
+    assert (config.max_steps, config.group_size, config.train_dataset) == (5, 4, "rows.jsonl")
     assert config.reward == "fewest_guesses"
-    assert options["reward_fn"].__name__ == "fewest_guesses"
-    assert options["dry_run"] is True and options["wait"] is False and options["resume"] is None
+    # typed options: the core fields and the backend's own (--resume fills `resume`)
+    assert type(options).__name__ == "RecordingTrainOptions"
+    assert options.reward_fn.__name__ == "fewest_guesses"
+    assert options.dry_run is True and options.resume == "runs/old"
 
 
 def test_train_bad_inputs(backend_plugins, tmp_path: Path) -> None:
@@ -390,24 +393,66 @@ def test_train_bad_inputs(backend_plugins, tmp_path: Path) -> None:
     assert result.exit_code == 1 and "pass --task NAME" in result.output
     result = run("train", "--task", "find_number", "--set", "group_sise=4")
     assert result.exit_code == 1 and "did you mean 'group_size'?" in result.output
-    result = run("train", "--task", "find_number", "--resume", str(tmp_path / "nope"))
-    assert result.exit_code == 1 and "no such run directory" in result.output
+    result = run("train", "--task", "find_number", "--set", "local.nite=x")
+    assert result.exit_code == 1 and "did you mean 'local.note'?" in result.output
+    result = run("train", "--task", "find_number", "stray")
+    assert result.exit_code == 1 and "unexpected argument 'stray'" in result.output
     assert backend_plugins == []
 
 
-def test_eval_through_a_backend(backend_plugins) -> None:
+class QuietBackend(Backend):
+    """A backend with no flags of its own."""
+
+    name: ClassVar[str] = "quiet"
+
+    def train(self, task: Any, config: Any, options: Any = None) -> TrainResult:
+        raise AssertionError("not reached")
+
+    def evaluate(self, task: Any, config: Any, options: Any = None) -> EvalResult:
+        raise AssertionError("not reached")
+
+
+class QuietPlugin:
+    @hookimpl
+    def agentrft_backends(self) -> list[type]:
+        return [QuietBackend]
+
+
+def test_a_flag_of_another_backend_is_refused_by_name(more_backends) -> None:
+    """`--note` belongs to the recording `local` backend: with `--backend quiet` it is
+    refused by name, not dropped."""
+    with more_backends(QuietPlugin()):
+        cli = create_app()
+        result = run("train", "--task", "find_number", "--backend", "quiet", "--note", "x", cli=cli)
+        assert result.exit_code == 1
+        assert (
+            "--note is an option of the local and sagemaker backends, not of 'quiet'; pass "
+            "--backend local" in result.output
+        )
+        result = run(
+            "train", "--task", "find_number", "--backend", "quiet", "--model", "m", cli=cli
+        )
+        assert (
+            result.exit_code == 1 and "--model: the quiet backend takes no model" in result.output
+        )
+
+
+def test_eval_through_a_backend(backend_plugins, tmp_path: Path) -> None:
     result = run(
-        "eval", "--task", "find_number", "--backend", "local", "--adapter", "runs/x/adapter",
-        "--runs", "base:1.0,trained:0.7", "--runs", "extra:1", "--samples", "4",
+        "eval", "--task", "find_number", "--backend", "local", "--note", "n1",
+        "--samples", "4", "--data", "val.jsonl", "--report", str(tmp_path / "r.json"), cli=create_app(),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     ((verb, _, config, options),) = backend_plugins
-    assert verb == "evaluate"
-    assert options["adapter"] == "runs/x/adapter"
-    assert options["runs"] == [("base", 1.0), ("trained", 0.7), ("extra", 1.0)]
-    assert config.eval.samples_per_row == 4
-    result = run("eval", "--task", "find_number", "--backend", "local", "--runs", "base")
-    assert result.exit_code == 1 and "NAME:TEMPERATURE" in result.output
+    assert verb == "evaluate" and type(options).__name__ == "EvalOptions"
+    assert config.local.note == "n1" and config.eval.samples_per_row == 4
+    assert config.validation_dataset == "val.jsonl"
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report == {"backend": "local", "task": "find_number", "reports": []}
+    result = run(
+        "eval", "--task", "find_number", "--backend", "local", "--resume", "x", cli=create_app()
+    )
+    assert result.exit_code == 2 and "No such option: --resume" in result.output  # train's only
 
 
 # --- plugin commands -----------------------------------------------------------------------

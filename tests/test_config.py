@@ -139,3 +139,56 @@ def test_dump_reads_back_to_the_same_config(tmp_path: Path, fmt: str, suffix: st
 
 def test_shared_hyperparameters_sit_at_the_top_level() -> None:
     assert set(SHARED_HYPERPARAMETERS) <= set(Config.model_fields)
+
+
+# --- sections from the backends ------------------------------------------------------------
+
+
+def test_every_field_is_described_where_it_is_declared() -> None:
+    """TRL's habit: what a knob does and why its default, next to it (installed backends'
+    sections included)."""
+    from pydantic import BaseModel
+
+    from agentrft.config import config_model
+
+    def undescribed(model: type[BaseModel], prefix: str = "") -> list[str]:
+        out = []
+        for name, field in model.model_fields.items():
+            ann = field.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                out += undescribed(ann, f"{prefix}{name}.")
+            elif not (field.description or "").strip():
+                out.append(prefix + name)
+        return out
+
+    model = config_model()
+    assert {"local", "sagemaker"} <= set(model.model_fields)
+    assert undescribed(model) == []
+
+
+def test_sections_come_from_the_installed_backends(tiny_plugins) -> None:
+    # tiny_plugins installs no backend: no section, and naming one says which exist.
+    with pytest.raises(ConfigError) as info:
+        load_config(overrides=["local.model=x"])
+    assert "unknown key 'local' (a backend's section? installed backends' sections: none" in str(
+        info.value
+    )
+    assert set(load_config().model_dump()) == set(Config.model_fields)
+
+
+def test_a_setting_one_backend_reads_is_named_in_its_section() -> None:
+    with pytest.raises(ConfigError, match=r"it is a sagemaker setting: sagemaker\.rollout_timeout"):
+        load_config(overrides=["rollout_timeout=900"])
+    config = load_config(overrides=["sagemaker.rollout_timeout=900"])
+    assert config.sagemaker.rollout_timeout == 900  # type: ignore[attr-defined]
+    assert "rollout_timeout" not in SHARED_HYPERPARAMETERS
+
+
+def test_a_backend_section_may_not_take_a_core_name() -> None:
+    from agentrft.config import Section, config_model
+
+    class Bad(Section):
+        """x"""
+
+    with pytest.raises(ConfigError, match="backend 'eval' cannot own a config section"):
+        config_model({"eval": Bad})

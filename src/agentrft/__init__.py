@@ -3,8 +3,19 @@
 The public API plugins may use is what this module exports.
 """
 
-from agentrft.backend import Backend, BackendUnavailable
+from agentrft.backend import (
+    Backend,
+    BackendError,
+    BackendUnavailable,
+    CliOption,
+    EvalOptions,
+    EvalResult,
+    TrainOptions,
+    TrainResult,
+)
+from agentrft.config import Config, Section
 from agentrft.environment import Environment
+from agentrft.evaluation import EvalReport, evaluate
 from agentrft.hookspecs import hookimpl
 from agentrft.messages import Message, ToolCall
 from agentrft.policies.scripted import ScriptedPolicy, call, replay_policy
@@ -30,10 +41,16 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Backend",
+    "BackendError",
     "BackendUnavailable",
+    "CliOption",
     "Completion",
+    "Config",
     "Environment",
     "EpisodeLimits",
+    "EvalOptions",
+    "EvalReport",
+    "EvalResult",
     "Failure",
     "FailureKind",
     "Message",
@@ -45,6 +62,7 @@ __all__ = [
     "RewardSample",
     "Sampling",
     "ScriptedPolicy",
+    "Section",
     "Task",
     "TaskInputError",
     "Tier",
@@ -53,6 +71,8 @@ __all__ = [
     "ToolCall",
     "ToolError",
     "ToolResult",
+    "TrainOptions",
+    "TrainResult",
     "Trajectory",
     "Turn",
     "__version__",
@@ -60,6 +80,7 @@ __all__ = [
     "call",
     "check_reward_order",
     "clip",
+    "evaluate",
     "hookimpl",
     "replay_policy",
     "run_episode",

@@ -248,16 +248,21 @@ def write_report(
     path: str | Path, reports: Sequence[EvalReport], context: dict[str, Any] | None = None
 ) -> None:
     """Write `reports` as JSON: `{**context, "reports": [...]}`, or the bare list when no
-    `context` is given. Secrets are scrubbed (`agentrft.redact`: a policy URL's password,
-    keys, tokens), and the file appears only complete (temp file + rename)."""
-    path = Path(path)
+    `context` is given (`write_json`: scrubbed, complete or not at all)."""
     items = [r.to_dict() for r in reports]
-    data: Any = scrub({**context, "reports": items} if context is not None else items)
+    write_json(path, {**context, "reports": items} if context is not None else items)
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """Write `data` as JSON with secrets scrubbed (`agentrft.redact`: a policy URL's password,
+    keys, tokens); the file appears only complete (temp file + rename)."""
+    path = Path(path)
+    data = scrub(data)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2)
+            json.dump(data, fh, indent=2, default=str)
             fh.write("\n")
         Path(tmp).chmod(0o644)
         os.replace(tmp, path)

@@ -541,15 +541,14 @@ FAST = [c for c in CASES if not (c.slow or c.real)]
 
 
 @pytest.mark.parametrize("case", FAST, ids=[c.id for c in FAST])
-def test_bad_input_gives_one_clear_line(case: Bad, tmp_path: Path, tiny_plugins: Any) -> None:
+def test_bad_input_gives_one_clear_line(case: Bad, tmp_path: Path, builtin_plugins: Any) -> None:
     from typer.testing import CliRunner
 
     from agentrft.cli.app import create_app
 
     argv = materialise(case, tmp_path, "find_number")
-    result = CliRunner().invoke(
-        create_app(plugins=False), argv, env={"COLUMNS": "200", "NO_COLOR": "1"}
-    )
+    # The app as installed: the built-in backends' flags and config sections are there.
+    result = CliRunner().invoke(create_app(), argv, env={"COLUMNS": "200", "NO_COLOR": "1"})
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(
         result.exception
     )
@@ -603,7 +602,7 @@ def test_config_errors_are_one_line_per_key(tmp_path: Path) -> None:
 
 
 def test_every_float_hyperparameter_refuses_inf_and_nan() -> None:
-    from agentrft.config import Config, ConfigError, validate_config
+    from agentrft.config import ConfigError, config_model, validate_config
 
     def float_fields(model: type, prefix: str = "") -> list[str]:
         out = []
@@ -615,7 +614,7 @@ def test_every_float_hyperparameter_refuses_inf_and_nan() -> None:
                 out.append(prefix + name)
         return out
 
-    names = float_fields(Config)
+    names = float_fields(config_model())  # with the installed backends' sections
     assert {"learning_rate", "local.kl_beta", "limits.timeout_s", "eval.temperatures"} <= set(names)
     for name in names:
         for bad in (math.inf, -math.inf, math.nan):

@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 
 from agentrft.backends.local.backend import LocalBackend
+from agentrft.backends.local.settings import LocalEvalOptions, LocalTrainOptions
 from agentrft.plugins import load_plugins
 
 from .conftest import CountA, FruitGuess, tiny_config
@@ -43,7 +44,7 @@ def test_train_logs_to_mlflow_and_prints_before_after(tmp_path):
             "eval.temperatures": [1.0],
         },
     )
-    result = LocalBackend().train(CountA(), config, console=console)
+    result = LocalBackend().train(CountA(), config, LocalTrainOptions(console=console))
     text = out.getvalue()
     assert "before" in text and "after" in text and "solve rate" in text
     assert "validation after step 2" in text and "GRPO · count_a · step 2/2" in text
@@ -89,9 +90,12 @@ def test_evaluate_with_an_adapter_at_two_temperatures(tmp_path, tiny_156k):
             "eval.n": 2,
         },
     )
-    reports = LocalBackend().evaluate(
-        FruitGuess(), config, adapter=str(adapter), output_dir=str(tmp_path / "ev")
+    config.local.adapter = str(adapter)
+    result = LocalBackend().evaluate(
+        FruitGuess(), config, LocalEvalOptions(output_dir=str(tmp_path / "ev"))
     )
+    reports = result.reports
+    assert len(result.trajectories) == sum(r.episodes for r in reports)  # kept for --trajectories
     assert [r.temperature for r in reports] == [0.0, 1.0]
     assert all(r.episodes == 4 and set(r.pass_at_k) == {1, 2} for r in reports)
     assert reports[0].turn_histogram and reports[0].failure_kinds  # a random model fails
@@ -100,7 +104,9 @@ def test_evaluate_with_an_adapter_at_two_temperatures(tmp_path, tiny_156k):
 
 def test_evaluate_rejects_a_directory_that_is_not_an_adapter(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a PEFT adapter directory"):
-        LocalBackend().evaluate(FruitGuess(), tiny_config(tmp_path), adapter=str(tmp_path))
+        LocalBackend().evaluate(
+            FruitGuess(), tiny_config(tmp_path, **{"local.adapter": str(tmp_path)})
+        )
 
 
 def test_a_task_without_rows_fails_before_writing_anything(tmp_path):
@@ -118,7 +124,11 @@ def test_a_task_without_rows_fails_before_writing_anything(tmp_path):
 def test_dry_run_resolves_device_and_sampler_without_writing(tmp_path):
     import torch
 
-    plan = LocalBackend().train(FruitGuess(), tiny_config(tmp_path, max_steps=3), dry_run=True)
+    plan = (
+        LocalBackend()
+        .train(FruitGuess(), tiny_config(tmp_path, max_steps=3), LocalTrainOptions(dry_run=True))
+        .summary()
+    )
     assert plan["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
     assert plan["inference"] in ("transformers", "vllm")
     assert plan["max_steps"] == 3 and plan["task"] == "fruit_guess"

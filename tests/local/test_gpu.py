@@ -34,10 +34,12 @@ async def test_count_a_learns_on_gpu_in_bf16(tmp_path, tiny_1m):
 
 def test_trainer_uses_bf16_base_and_fp32_adapter(tiny_1m):
     from agentrft.backends.local.engine import make_trainer
-    from agentrft.config import Config
+    from agentrft.config import validate_config
 
     trainer = make_trainer(
-        Config(local={"model": tiny_1m, "device": "cuda"}), tiny_1m, max_completion_length=8
+        validate_config({"local": {"model": tiny_1m, "device": "cuda"}}),
+        tiny_1m,
+        max_completion_length=8,
     )
     dtypes = {p.dtype for n, p in trainer.model.named_parameters() if "lora_" not in n}
     lora = {p.dtype for n, p in trainer.model.named_parameters() if "lora_" in n}

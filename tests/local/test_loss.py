@@ -205,7 +205,7 @@ def test_group_size_must_divide_the_rewards():
 def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
     from agentrft.backends.local.engine import make_trainer
     from agentrft.backends.local.trainer import TrainSequence, sequence_logprobs
-    from agentrft.config import Config
+    from agentrft.config import validate_config
 
     # In float64. The two paths add the rows' gradients of the shared head at different
     # points: the plain forward sums them after every layer's backward, the shared head
@@ -215,7 +215,7 @@ def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
     # order (~1e-16) is what AVX2 vs AVX-512 and thread counts change. Hence the bound below:
     # |a - b| <= 32 u max|b| per tensor (2 layers x ~4 float32 roundings x a 4x margin;
     # measured up to ~0.7 u). Elementwise relative tolerances cannot hold for tiny elements.
-    config = Config(lora_rank=4, lora_alpha=8, local={"dtype": "float64"})
+    config = validate_config(dict(lora_rank=4, lora_alpha=8, local={"dtype": "float64"}))
     trainer = make_trainer(config, tiny_156k, max_completion_length=8)
     assert all(p.dtype == torch.float64 for p in trainer.model.parameters())
     with torch.no_grad():  # a non-zero LoRA, so its gradients are non-trivial
@@ -252,9 +252,11 @@ def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
 def test_trainer_step_with_kl_reports_it_and_moves_the_adapter(tiny_156k):
     from agentrft.backends.local.engine import make_trainer
     from agentrft.backends.local.trainer import TrainSequence
-    from agentrft.config import Config
+    from agentrft.config import validate_config
 
-    config = Config(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"kl_beta": 0.1})
+    config = validate_config(
+        dict(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"kl_beta": 0.1})
+    )
     trainer = make_trainer(config, tiny_156k, max_completion_length=8)
     seqs = [
         TrainSequence([*range(10, 30), 5, 6, 7], [0] * 20 + [1, 1, 1], advantage=1.0),
@@ -270,9 +272,11 @@ def test_trainer_step_with_kl_reports_it_and_moves_the_adapter(tiny_156k):
 def test_kl_reference_is_the_policy_rl_starts_from(tiny_156k):
     from agentrft.backends.local.engine import make_trainer
     from agentrft.backends.local.trainer import TrainSequence
-    from agentrft.config import Config
+    from agentrft.config import validate_config
 
-    config = Config(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"kl_beta": 0.1})
+    config = validate_config(
+        dict(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"kl_beta": 0.1})
+    )
     trainer = make_trainer(config, tiny_156k, max_completion_length=8)
     with torch.no_grad():  # a "warmed-up" adapter: far from the base model
         for name, p in trainer.model.named_parameters():
@@ -345,9 +349,11 @@ def test_turn_credit_lands_on_its_turns_tokens():
 def test_trainer_per_token_advantages_align_with_the_tokens_they_score(tiny_156k):
     from agentrft.backends.local.engine import make_trainer
     from agentrft.backends.local.trainer import TrainSequence
-    from agentrft.config import Config
+    from agentrft.config import validate_config
 
-    config = Config(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"dtype": "float64"})
+    config = validate_config(
+        dict(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"dtype": "float64"})
+    )
     ids = [*range(10, 30), 5, 6, 7]
     mask = [0] * 20 + [1, 1, 1]
 

@@ -16,6 +16,7 @@ from agentrft.backends.sagemaker.jobs import service_facts as facts
 from agentrft.backends.sagemaker.jobs.aws import SageMakerError
 from agentrft.backends.sagemaker.jobs.evaluations import EvalRun, parse_runs
 from agentrft.backends.sagemaker.jobs.job_document import read_evaluation_metrics, validate_request
+from agentrft.backends.sagemaker.settings import SageMakerEvalOptions
 from agentrft.backends.sagemaker.testing.stubbed import (
     ACCOUNT,
     describe_job_response,
@@ -140,12 +141,14 @@ def test_runs_one_job_at_a_time_and_tabulates_pass_at_k(tmp_path: Any) -> None:
     result = SageMakerBackend().evaluate(
         FindNumberTask(),
         config(),
-        runs=[("base", 1.0), ("trained", 0.7)],
-        model_package_arn=PACKAGE,
-        console=out,
-        aws=s.aws,
-        skip_preflight=True,
-        sleep=lambda _: None,
+        SageMakerEvalOptions(
+            runs=[("base", 1.0), ("trained", 0.7)],
+            model_package_arn=PACKAGE,
+            console=out,
+            aws=s.aws,
+            skip_preflight=True,
+            sleep=lambda _: None,
+        ),
     )
     outcomes = result.outcomes
     s.assert_done()
@@ -203,10 +206,12 @@ def test_dry_run_prints_every_request_offline_and_they_validate() -> None:
         .evaluate(
             FindNumberTask(),
             config(**{"sagemaker.base_model_version": "1.2.0"}),
-            runs=["base:1.0", "trained:1.0"],
-            model_package_arn=PACKAGE,
-            dry_run=True,
-            console=out,
+            SageMakerEvalOptions(
+                runs=["base:1.0", "trained:1.0"],
+                model_package_arn=PACKAGE,
+                dry_run=True,
+                console=out,
+            ),
         )
         .outcomes
     )
@@ -219,7 +224,9 @@ def test_dry_run_prints_every_request_offline_and_they_validate() -> None:
 def test_trained_run_needs_a_model_package() -> None:
     with pytest.raises(SageMakerError, match="--model-package-arn"):
         SageMakerBackend().evaluate(
-            FindNumberTask(), config(), runs=["trained:1.0"], dry_run=True, console=console()[0]
+            FindNumberTask(),
+            config(),
+            SageMakerEvalOptions(runs=["trained:1.0"], dry_run=True, console=console()[0]),
         )
 
 
@@ -229,15 +236,13 @@ def test_several_runs_need_wait_under_the_one_job_quota() -> None:
     s["s3"].add_response("get_object", {"Body": _empty_specs()})
     with pytest.raises(SageMakerError, match="1 evaluation job at a time"):
         SageMakerBackend().evaluate(
-            FindNumberTask(), config(), runs=["base:1.0", "base:0.0"], wait=False,
-            console=console()[0], aws=s.aws, skip_preflight=True,
-        )  # fmt: skip
+            FindNumberTask(), config(), SageMakerEvalOptions(runs=["base:1.0", "base:0.0"], wait=False, console=console()[0], aws=s.aws, skip_preflight=True))  # fmt: skip
 
 
 def test_missing_evaluation_rows_is_named() -> None:
     cfg = config(**{"sagemaker.evaluation_s3_uri": None})
     with pytest.raises(SageMakerError, match="--eval-uri"):
-        SageMakerBackend().evaluate(FindNumberTask(), cfg, dry_run=True)
+        SageMakerBackend().evaluate(FindNumberTask(), cfg, SageMakerEvalOptions(dry_run=True))
 
 
 def test_parse_runs() -> None:
@@ -274,10 +279,7 @@ def test_a_run_the_schema_rejects_stops_all_runs_before_the_first_job() -> None:
     )  # fmt: skip
     with pytest.raises(SageMakerError, match="run trained does not match"):
         SageMakerBackend().evaluate(
-            FindNumberTask(), config(), runs=["base:1.0", "trained:1.0"],
-            model_package_arn=PACKAGE, console=console()[0], aws=s.aws, skip_preflight=True,
-            sleep=lambda _: None,
-        )  # fmt: skip
+            FindNumberTask(), config(), SageMakerEvalOptions(runs=["base:1.0", "trained:1.0"], model_package_arn=PACKAGE, console=console()[0], aws=s.aws, skip_preflight=True, sleep=lambda _: None))  # fmt: skip
     s.assert_done()  # no CreateJob at all, not even for the valid base run
 
 
@@ -296,9 +298,7 @@ def test_a_failed_run_is_reported_and_the_next_run_still_goes() -> None:
     s["sagemaker"].add_response("describe_job", finished("e2", {"pass@1": 0.5}, 1_000, 1_000))
     out, buf = console()
     result = SageMakerBackend().evaluate(
-        FindNumberTask(), config(), runs=["base:1.0", "base:0.0"], console=out, aws=s.aws,
-        skip_preflight=True, sleep=lambda _: None,
-    )  # fmt: skip
+        FindNumberTask(), config(), SageMakerEvalOptions(runs=["base:1.0", "base:0.0"], console=out, aws=s.aws, skip_preflight=True, sleep=lambda _: None))  # fmt: skip
     s.assert_done()
     assert [o.status for o in result.outcomes] == ["Failed", "Completed"]
     assert "MaxRuntimeExceeded" in buf.getvalue() and "0.500" in buf.getvalue()

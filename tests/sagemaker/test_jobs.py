@@ -29,6 +29,7 @@ from agentrft.backends.sagemaker.jobs.lifecycle import (
     split_job_ref,
     stop_job,
 )
+from agentrft.backends.sagemaker.settings import SageMakerTrainOptions
 from agentrft.backends.sagemaker.testing.stubbed import (
     ACCOUNT,
     describe_job_response,
@@ -195,9 +196,7 @@ def test_train_submits_the_contract_request_through_the_stubbed_client() -> None
     result = SageMakerBackend().train(
         FindNumberTask(),
         config(send_hyperparameters="all"),
-        console=out,
-        aws=s.aws,
-        skip_preflight=True,
+        SageMakerTrainOptions(console=out, aws=s.aws, skip_preflight=True),
     )
     s.assert_done()
     assert result.job_arn == job_arn("agentrft-find-number-1")
@@ -242,10 +241,7 @@ def test_dry_run_with_lookups_prints_a_request_botocore_accepts_and_creates_noth
     result = SageMakerBackend().train(
         FindNumberTask(),
         config(extra_hyperparameters={"max_steps_off_policy": "3"}),
-        dry_run=True,
-        lookups=True,
-        console=out,
-        aws=s.aws,
+        SageMakerTrainOptions(dry_run=True, lookups=True, console=out, aws=s.aws),
     )
     s.assert_done()  # no CreateJob, no CreateModelPackageGroup were expected or made
     assert result.dry_run and result.job_arn is None
@@ -269,7 +265,9 @@ def test_offline_dry_run_needs_no_credentials(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     out, buf = console()
     result = SageMakerBackend().train(
-        FindNumberTask(), config(base_model_version="1.2.0"), dry_run=True, console=out
+        FindNumberTask(),
+        config(base_model_version="1.2.0"),
+        SageMakerTrainOptions(dry_run=True, console=out),
     )
     validate_request("CreateJob", result.request)
     doc = json.loads(result.request["JobConfigDocument"])
@@ -288,7 +286,7 @@ def test_send_only_set_hyperparameters_leaves_the_rest_to_the_recipe() -> None:
 def test_missing_inputs_name_every_flag() -> None:
     cfg = load_config(values={"task": "find_number"})
     with pytest.raises(SageMakerError) as err:
-        SageMakerBackend().train(FindNumberTask(), cfg, dry_run=True)
+        SageMakerBackend().train(FindNumberTask(), cfg, SageMakerTrainOptions(dry_run=True))
     for flag in ("--runtime-arn", "--role-arn", "--train-uri", "--output-path", "--mlflow-arn"):
         assert flag in str(err.value)
 
@@ -298,7 +296,9 @@ def test_out_of_range_hyperparameters_fail_before_any_call() -> None:
     cfg.global_batch_size = 100
     cfg.sampling_max_tokens = 64
     with pytest.raises(SageMakerError) as err:
-        SageMakerBackend().train(FindNumberTask(), cfg, dry_run=True, aws=stubbed_aws().aws)
+        SageMakerBackend().train(
+            FindNumberTask(), cfg, SageMakerTrainOptions(dry_run=True, aws=stubbed_aws().aws)
+        )
     assert "global_batch_size=100" in str(err.value) and "32, 64, 128" in str(err.value)
     assert "sampling_max_tokens=64" in str(err.value)
 
@@ -312,7 +312,9 @@ def test_recipe_specs_reject_a_value_the_table_allows() -> None:
     cfg = config()
     cfg.learning_rate = 5e-3
     with pytest.raises(SageMakerError, match=r"learning_rate=0\.005 is above the recipe's maximum"):
-        SageMakerBackend().train(FindNumberTask(), cfg, dry_run=True, lookups=True, aws=s.aws)
+        SageMakerBackend().train(
+            FindNumberTask(), cfg, SageMakerTrainOptions(dry_run=True, lookups=True, aws=s.aws)
+        )
 
 
 def test_base_model_without_an_mtrl_recipe_is_refused() -> None:
@@ -323,7 +325,9 @@ def test_base_model_without_an_mtrl_recipe_is_refused() -> None:
                                        "SmtjRecipeTemplateS3Uri": "s3://x/y"}]),
     )  # fmt: skip
     with pytest.raises(SageMakerError, match="no multi-turn RL"):
-        SageMakerBackend().train(FindNumberTask(), config(), dry_run=True, lookups=True, aws=s.aws)
+        SageMakerBackend().train(
+            FindNumberTask(), config(), SageMakerTrainOptions(dry_run=True, lookups=True, aws=s.aws)
+        )
 
 
 def test_unknown_base_model_says_how_to_list_models() -> None:
@@ -331,7 +335,9 @@ def test_unknown_base_model_says_how_to_list_models() -> None:
     s["sagemaker"].add_client_error("describe_hub_content", "ResourceNotFound", "not found")
     with pytest.raises(SageMakerError, match="list-hub-contents"):
         SageMakerBackend().train(
-            FindNumberTask(), config(base_model="nope"), dry_run=True, lookups=True, aws=s.aws
+            FindNumberTask(),
+            config(base_model="nope"),
+            SageMakerTrainOptions(dry_run=True, lookups=True, aws=s.aws),
         )
 
 
@@ -343,7 +349,9 @@ def test_create_job_assume_role_error_names_the_right_principal() -> None:
     )
     with pytest.raises(SageMakerError) as err:
         SageMakerBackend().train(
-            FindNumberTask(), config(), console=console()[0], aws=s.aws, skip_preflight=True
+            FindNumberTask(),
+            config(),
+            SageMakerTrainOptions(console=console()[0], aws=s.aws, skip_preflight=True),
         )
     assert facts.JOB_ROLE_PRINCIPAL in str(err.value)
 
@@ -380,11 +388,9 @@ def test_wait_polls_describe_job_and_ends_with_the_package_and_billed_tokens() -
     result = SageMakerBackend().train(
         FindNumberTask(),
         config(poll_s=5),
-        wait=True,
-        console=out,
-        aws=s.aws,
-        skip_preflight=True,
-        sleep=sleeps.append,
+        SageMakerTrainOptions(
+            wait=True, console=out, aws=s.aws, skip_preflight=True, sleep=sleeps.append
+        ),
     )
     s.assert_done()
     assert sleeps == [5, 5]
@@ -408,9 +414,7 @@ def test_wait_on_a_failed_job_raises_with_the_reason() -> None:
     )  # fmt: skip
     with pytest.raises(SageMakerError, match="No sampling requests were received"):
         SageMakerBackend().train(
-            FindNumberTask(), config(), wait=True, console=console()[0], aws=s.aws,
-            skip_preflight=True, sleep=lambda _: None,
-        )  # fmt: skip
+            FindNumberTask(), config(), SageMakerTrainOptions(wait=True, console=console()[0], aws=s.aws, skip_preflight=True, sleep=lambda _: None))  # fmt: skip
 
 
 # -- jobs verbs ------------------------------------------------------------------------
@@ -522,7 +526,9 @@ def test_a_document_the_service_schema_rejects_is_not_submitted() -> None:
     expect_schema(s, {**TRAINING_SCHEMA, "required": ["StoppingCondition"]})
     with pytest.raises(SageMakerError) as err:
         SageMakerBackend().train(
-            FindNumberTask(), config(), console=console()[0], aws=s.aws, skip_preflight=True
+            FindNumberTask(),
+            config(),
+            SageMakerTrainOptions(console=console()[0], aws=s.aws, skip_preflight=True),
         )
     assert "does not match the service's schema" in str(err.value)
     assert "'StoppingCondition' is a required property" in str(err.value)
@@ -536,7 +542,9 @@ def test_an_unreadable_schema_is_a_note_not_a_failure() -> None:
     s["sagemaker"].add_response("create_job", {"JobArn": job_arn("agentrft-find-number-1")})
     out, buf = console()
     SageMakerBackend().train(
-        FindNumberTask(), config(), console=out, aws=s.aws, skip_preflight=True
+        FindNumberTask(),
+        config(),
+        SageMakerTrainOptions(console=out, aws=s.aws, skip_preflight=True),
     )
     s.assert_done()
     assert "document schema not checked" in buf.getvalue()
@@ -563,7 +571,9 @@ def test_nova_groups_are_created_restricted_as_the_sdk_does() -> None:
 def test_no_hyperparameters_set_sends_none_and_the_recipe_decides(tmp_path: Any) -> None:
     out, buf = console()
     result = SageMakerBackend().train(
-        FindNumberTask(), config(base_model_version="1.2.0"), dry_run=True, console=out
+        FindNumberTask(),
+        config(base_model_version="1.2.0"),
+        SageMakerTrainOptions(dry_run=True, console=out),
     )
     doc = json.loads(result.request["JobConfigDocument"])
     assert "HyperParameters" not in doc["TrainingConfig"]  # as the SDK: nothing changed

@@ -18,6 +18,7 @@ from agentrft.backends.sagemaker.jobs import service_facts as facts
 from agentrft.backends.sagemaker.jobs.aws import SageMakerError
 from agentrft.backends.sagemaker.jobs.iam import job_role_trust_policy, trust_problems
 from agentrft.backends.sagemaker.jobs.preflight import run_preflight
+from agentrft.backends.sagemaker.settings import SageMakerTrainOptions
 from agentrft.backends.sagemaker.testing.stubbed import ACCOUNT, stubbed_aws
 from agentrft.config import load_config
 from agentrft.testing import FindNumberTask
@@ -271,8 +272,9 @@ def test_train_stops_on_a_failed_preflight_before_create_job() -> None:
         SageMakerBackend().train(
             FindNumberTask(),
             config(task="find_number"),
-            console=Console(file=buf, width=250, color_system=None),
-            aws=s.aws,
+            SageMakerTrainOptions(
+                console=Console(file=buf, width=250, color_system=None), aws=s.aws
+            ),
         )
     assert facts.RUNTIME_ROLE_MANAGED_POLICY in str(err.value)
     s.assert_done()  # and no DescribeHubContent or CreateJob was expected, so none was made
@@ -302,7 +304,9 @@ def test_config_can_turn_the_preflight_off() -> None:
     cfg = config(task="find_number", **{"sagemaker.preflight": False})
     with pytest.raises(SageMakerError, match="list-hub-contents"):
         SageMakerBackend().train(
-            FindNumberTask(), cfg, console=Console(file=io.StringIO()), aws=s.aws
+            FindNumberTask(),
+            cfg,
+            SageMakerTrainOptions(console=Console(file=io.StringIO()), aws=s.aws),
         )
     s.assert_done()
 

@@ -16,18 +16,20 @@ Every module this file imports stays light (no torch, litellm, boto3, transforme
 """
 
 import importlib.util
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from agentrft.cli import config as config_cmd
 from agentrft.cli import dataset as dataset_cmd
 from agentrft.cli import reward as reward_cmd
+from agentrft.cli.backend_flags import with_backend_flags
 from agentrft.cli.errors import debug_from_env, error_console, handle_errors, state
-from agentrft.cli.jobs import eval_, train
+from agentrft.cli.evaluate import eval_
 from agentrft.cli.logs import configure_logging
 from agentrft.cli.play import play, replay
 from agentrft.cli.tasks import tasks
+from agentrft.cli.train import train
 
 #: Groups core creates; plugins add verbs to them with `get_group(app, name)`.
 GROUPS = {
@@ -70,7 +72,8 @@ def _root(
 
 
 def create_app(*, plugins: bool = True) -> typer.Typer:
-    """A fresh `agentrft` app; with `plugins`, also `new-task` and plugin commands."""
+    """A fresh `agentrft` app; with `plugins`, also the installed backends' flags on
+    `train`/`eval`, `new-task` and plugin commands."""
     app = typer.Typer(
         name="agentrft",
         no_args_is_help=True,
@@ -82,8 +85,9 @@ def create_app(*, plugins: bool = True) -> typer.Typer:
     app.command("tasks")(handle_errors(tasks))
     app.command("play")(handle_errors(play))
     app.command("replay")(handle_errors(replay))
-    app.command("train")(handle_errors(train))
-    app.command("eval")(handle_errors(eval_))
+    backends = installed_backends() if plugins else {}
+    app.command("train")(handle_errors(with_backend_flags(train, "train", backends)))
+    app.command("eval")(handle_errors(with_backend_flags(eval_, "eval", backends)))
 
     for name, help_text in GROUPS.items():
         app.add_typer(typer.Typer(name=name, no_args_is_help=True, help=help_text), name=name)
@@ -104,6 +108,18 @@ def get_group(app: typer.Typer, name: str) -> typer.Typer:
             return info.typer_instance
     names = [i.name for i in app.registered_groups if i.name]
     raise KeyError(f"no command group {name!r}; groups: {', '.join(names)}")
+
+
+def installed_backends() -> dict[str, Any]:
+    """The installed backends' classes, for their flags ({} when discovery fails: the core
+    commands still work)."""
+    from agentrft.plugins import get_plugins
+
+    try:
+        return get_plugins().backend_classes()
+    except Exception as exc:
+        error_console().print(f"warning: backends could not be loaded: {exc}")
+        return {}
 
 
 def register_new_task(app: typer.Typer) -> None:

@@ -5,7 +5,7 @@ import math
 import os
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -135,3 +135,45 @@ def notify_episode(trajectory: Any) -> None:
 def echo(text: str) -> None:
     """Plain output (no rich wrapping): configs, paths, JSON."""
     typer.echo(text)
+
+
+# Options of train and eval (the backends add their own: agentrft.cli.backend_flags).
+CONFIG_HELP = "YAML or TOML config file."
+SET_HELP = "Override one key, e.g. --set group_size=16 --set local.model=gpt2 (repeatable)."
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP)]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help=SET_HELP)]
+TaskOpt = Annotated[
+    str | None, typer.Option("--task", "-t", help=TASK_HELP + " Default: the config's `task`.")
+]
+RewardOpt = Annotated[str | None, typer.Option(help=REWARD_HELP)]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Print what would run; call nothing remote.")
+]
+#: Words after the flags: refused unless the chosen backend gives them a meaning (the
+#: sagemaker backend's `--runs base:1.0 trained:1.0`).
+ExtraArgs = Annotated[list[str] | None, typer.Argument(hidden=True)]
+
+
+def resolve_config(
+    config: Path | None, set_: list[str] | None, values: dict[str, Any]
+) -> tuple[Config, Task[Any, Any]]:
+    """The config (file < flags < --set) and the task it names."""
+    from agentrft.config import load_config
+
+    cfg = load_config(config, overrides=set_ or [], values=values)
+    if not cfg.task:
+        raise CliError("pass --task NAME or set `task` in the config (see `agentrft tasks`)")
+    return cfg, load_task(cfg.task)
+
+
+def load_backend(name: str) -> Any:
+    """The installed backend `name`, its dependencies checked."""
+    backend = get_plugins().backend(name)  # unknown: PluginError naming the extra
+    backend.check_available()  # missing dependency: BackendUnavailable naming the extra
+    return backend
+
+
+def print_summary(result: Any) -> None:
+    """A backend result's plain fields, `name: value` per line (a run dir, a job name)."""
+    for key, value in result.summary().items():
+        echo(f"{key}: {value}")

@@ -6,11 +6,8 @@ from typing import Annotated
 
 import typer
 
-from agentrft.cli.common import echo
+from agentrft.cli.common import CONFIG_HELP, SET_HELP, echo
 from agentrft.cli.errors import handle_errors
-
-CONFIG_HELP = "YAML or TOML config file."
-SET_HELP = "Override one key, e.g. --set group_size=16 --set local.model=gpt2 (repeatable)."
 
 
 class ConfigFormat(str, Enum):

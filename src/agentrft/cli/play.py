@@ -24,7 +24,7 @@ from agentrft.cli.common import (
     task_prompts,
 )
 from agentrft.cli.errors import CliError
-from agentrft.config import Config
+from agentrft.config import default_config
 from agentrft.trajectory import Trajectory
 
 
@@ -70,7 +70,7 @@ def play(
         policy, the_task, base_url=base_url, model=model, api_key_env=api_key_env, headers=header
     )
     sampling = Sampling(temperature=temperature, max_tokens=max_tokens)
-    limits = episode_limits(the_task, Config(), max_turns)
+    limits = episode_limits(the_task, default_config(), max_turns)
     out = console()
     name = getattr(the_policy, "name", "") or policy
     render_header(task, out, title=f"row {row} · {name}")

@@ -14,18 +14,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from agentrft.backend import Backend
+from agentrft import backend as core
+from agentrft.backend import Backend, BackendError, CliOption, Command, EvalResult
+from agentrft.backends.local.settings import (
+    CLI_OPTIONS,
+    LocalConfig,
+    LocalEvalOptions,
+    LocalTrainOptions,
+)
 
 if TYPE_CHECKING:
     from agentrft.config import Config
     from agentrft.evaluation import EvalReport
     from agentrft.task import Task
+    from agentrft.trajectory import Trajectory
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class TrainResult:
+class TrainResult(core.TrainResult):
     """What `LocalBackend.train` leaves: where, how far, and the before/after reports."""
 
     run_dir: Path
@@ -39,12 +47,44 @@ class TrainResult:
     wall_s: float = 0.0
 
 
+@dataclass
+class TrainPlan(core.TrainResult):
+    """What `train --dry-run` returns: the resolved plan (`plan()`), nothing run."""
+
+    plan: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        return dict(self.plan)
+
+
 class LocalBackend(Backend):
     """GRPO on a LoRA adapter: vLLM rollouts on a GPU, a transformers sampler on CPU."""
 
     name: ClassVar[str] = "local"
     extra: ClassVar[str] = "local"
     requires: ClassVar[tuple[str, ...]] = ("torch", "transformers", "peft")
+    config_section: ClassVar[type[LocalConfig]] = LocalConfig
+    train_options: ClassVar[type[LocalTrainOptions]] = LocalTrainOptions
+    eval_options: ClassVar[type[LocalEvalOptions]] = LocalEvalOptions
+    model_key: ClassVar[str] = "local.model"
+    keeps_trajectories: ClassVar[bool] = True
+
+    @classmethod
+    def cli_options(cls, command: Command) -> list[CliOption]:
+        return [o for o in CLI_OPTIONS if command in o.commands]
+
+    @classmethod
+    def cli_values(
+        cls, command: Command, values: dict[str, Any], extra_args: list[str]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        config, options = super().cli_values(command, values, extra_args)
+        if "resume" in options:
+            if not Path(options["resume"]).exists():
+                raise BackendError(
+                    f"--resume {options['resume']}: no such run directory or checkpoint"
+                )
+            options["resume"] = str(options["resume"])
+        return config, options
 
     def check_config(self, config: Config) -> None:
         """`loss_fn`, `local.loss_normalization` and `advantage_method` must be registered."""
@@ -52,64 +92,53 @@ class LocalBackend(Backend):
 
         check_algorithms(config)
 
-    def train(
-        self,
-        task: Task[Any],
-        config: Config,
-        *,
-        resume: str | None = None,
-        reward_fn: Any = None,
-        console: Any = None,
-        **options: Any,
-    ) -> TrainResult:
-        """Train `task`; `resume` is a run directory to continue from its last checkpoint.
+    def effective_config(self, task: Task[Any], config: Config) -> Config:
+        """`config` with the CPU preset applied (the built-in tiny model on a CPU machine)."""
+        from agentrft.backends.local.engine import apply_cpu_preset
 
-        Options: `on_step(step, metrics)` is called after each step (and checkpoint);
-        `dry_run=True` resolves the model, sampler and CPU preset and returns them without
-        training; `wait` is accepted for CLI symmetry (a local run always runs to the end).
-        """
+        return apply_cpu_preset(config, has_expert=task.expert() is not None)
+
+    def train(
+        self, task: Task[Any], config: Config, options: core.TrainOptions | None = None
+    ) -> core.TrainResult:
+        """Train `task` (`LocalTrainOptions`: `resume` continues a run from its last
+        checkpoint; `dry_run` resolves the model, sampler and CPU preset without training)."""
+        opts = core.as_options(LocalTrainOptions, options)
         self.check_available()
         self.check_config(config)
-        options.pop("wait", None)
-        if options.pop("dry_run", False):
-            return plan(task, config)
-        on_step = options.pop("on_step", None)
-        if options:
-            raise TypeError(f"unknown option(s) for the local backend: {', '.join(options)}")
+        if opts.dry_run:
+            return TrainPlan(plan=plan(task, config))
         return asyncio.run(
             train_async(
-                task, config, resume=resume, reward_fn=reward_fn, console=console, on_step=on_step
+                task,
+                config,
+                resume=opts.resume,
+                reward_fn=opts.reward_fn,
+                console=opts.console,
+                on_step=opts.on_step,
             )
         )
 
     def evaluate(
-        self,
-        task: Task[Any],
-        config: Config,
-        *,
-        model: str | None = None,
-        adapter: str | None = None,
-        reward_fn: Any = None,
-        output_dir: str | None = None,
-        console: Any = None,
-        **options: Any,
-    ) -> list[EvalReport]:
-        """Evaluate `model` (default: config.local.model or the tiny model) with an optional
-        LoRA `adapter` directory on the validation rows (or `prompts=[...]`)."""
+        self, task: Task[Any], config: Config, options: core.EvalOptions | None = None
+    ) -> EvalResult:
+        """Evaluate `local.model` (default: the tiny model on CPU) with `local.adapter` on
+        the validation rows (or `LocalEvalOptions.prompts`); the trajectories come back too."""
+        opts = core.as_options(LocalEvalOptions, options)
         self.check_available()
         self.check_config(config)
-        return asyncio.run(
+        reports, trajectories = asyncio.run(
             evaluate_async(
                 task,
                 config,
-                model=model,
-                adapter=adapter,
-                reward_fn=reward_fn,
-                output_dir=output_dir,
-                console=console,
-                **options,
+                reward_fn=opts.reward_fn,
+                output_dir=opts.output_dir,
+                console=opts.console,
+                prompts=opts.prompts,
+                label=opts.label,
             )
         )
+        return EvalResult(reports=reports, trajectories=trajectories)
 
 
 def plan(task: Task[Any], config: Config) -> dict[str, Any]:
@@ -235,7 +264,7 @@ def _with_secrets(run: Any, given: Config) -> Config:
     """The run's saved config with the secrets its config.yaml was written without (URL
     passwords, keys) taken from the config the resume was started with."""
     from agentrft.backend import BackendError
-    from agentrft.config import Config
+    from agentrft.config import validate_config
     from agentrft.redact import restore_redacted
 
     saved = run.config()
@@ -246,7 +275,7 @@ def _with_secrets(run: Any, given: Config) -> Config:
             f"{', '.join(missing)}; pass the same values again to resume (the same --config "
             f"file, or --set {missing[0]}=...)"
         )
-    return Config.model_validate(data)
+    return validate_config(data)
 
 
 async def train_async(
@@ -505,7 +534,7 @@ async def evaluate_async(
     console: Any = None,
     prompts: list[str] | None = None,
     label: str | None = None,
-) -> list[EvalReport]:
+) -> tuple[list[EvalReport], list[Trajectory]]:
     from agentrft.backends.local.engine import apply_cpu_preset, make_engine
 
     if model:
@@ -537,4 +566,4 @@ async def evaluate_async(
         await engine.aclose()
     if output_dir:
         _save_eval(Path(output_dir), "eval", reports, trajs)
-    return reports  # the caller (the CLI) renders them
+    return reports, trajs  # the caller (the CLI) renders them

@@ -185,7 +185,7 @@ class GRPOLoop:
             limits=self.limits,
             reward_fn=self.reward_fn,
             curriculum_level=level,
-            concurrency=max(cfg.rollout_max_concurrency, len(prompts)),
+            concurrency=len(prompts),  # all at once: the sampler batches them
             metadata=meta,
             on_episode=self._episode_finished if self.hooks is not None else None,
         )

@@ -62,7 +62,7 @@ class RunDir:
         root = Path(config.local.run_dir)
         name = config.local.run_name or f"{task_name}-{time.strftime('%Y%m%d-%H%M%S')}"
         # Without secrets (URL passwords, keys): resume takes them from its own config.
-        safe = Config.model_validate(scrub(config.model_dump(mode="json")))
+        safe = type(config).model_validate(scrub(config.model_dump(mode="json")))
         text = dump_config(safe)
         n = 1
         while True:

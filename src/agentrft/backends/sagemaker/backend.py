@@ -10,11 +10,19 @@ boto3 at module import time.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from agentrft.backend import Backend
+from agentrft.backend import (
+    Backend,
+    CliOption,
+    Command,
+    EvalOptions,
+    TrainOptions,
+    TrainResult,
+    as_options,
+)
+from agentrft.backends.sagemaker.cli.options import CLI_OPTIONS, sagemaker_cli_values
 from agentrft.backends.sagemaker.jobs import recipe
 from agentrft.backends.sagemaker.jobs import service_facts as facts
 from agentrft.backends.sagemaker.jobs.aws import Aws, SageMakerError, make_aws, parse_arn
@@ -27,8 +35,14 @@ from agentrft.backends.sagemaker.jobs.job_document import (
     printable_request,
     training_document,
     training_hyperparameters,
+    user_set_hyperparameters,
     validate_job_name,
     validate_request,
+)
+from agentrft.backends.sagemaker.settings import (
+    SageMakerConfig,
+    SageMakerEvalOptions,
+    SageMakerTrainOptions,
 )
 
 if TYPE_CHECKING:
@@ -40,7 +54,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class TrainSubmission:
+class TrainSubmission(TrainResult):
     """What `train` did: the request, and the job when one was created."""
 
     job_name: str
@@ -69,34 +83,28 @@ def _missing(config: Config, needed: dict[str, str]) -> list[str]:
     ]
 
 
-def render_plan(rows: list[recipe.PlanRow], model: str, out: Console) -> None:
-    """The dry run's table: each hyperparameter, the value the job gets, and its source."""
-    from rich.table import Table
-
-    template, known = recipe.template_for(model)
-    title = f"hyperparameters of the job ({model}, recipe {template.name}" + (
-        ")" if known else "; model not in agentrft's list, template assumed)"
-    )
-    table = Table(title=title, title_justify="left")
-    for col in ("name", "value", "source"):
-        table.add_column(col, overflow="fold")
-    for row in rows:
-        style = "bold" if row.sent else "dim"
-        table.add_row(f"[{style}]{row.name}[/]", row.value, row.source)
-    out.print(table)
-    sent = sum(r.sent for r in rows)
-    out.print(
-        f"{sent} hyperparameter{'s' if sent != 1 else ''} sent; the service fills the rest "
-        "from the recipe (sagemaker.send_hyperparameters=all sends agentrft's defaults too)"
-    )
-
-
 class SageMakerBackend(Backend):
     """Managed multi-turn RL on Amazon SageMaker AI (job categories AgentRFT/AgentRFTEvaluation)."""
 
     name: ClassVar[str] = "sagemaker"
     extra: ClassVar[str] = "sagemaker"
     requires: ClassVar[tuple[str, ...]] = ("boto3", "botocore")
+    config_section: ClassVar[type[SageMakerConfig]] = SageMakerConfig
+    train_options: ClassVar[type[SageMakerTrainOptions]] = SageMakerTrainOptions
+    eval_options: ClassVar[type[SageMakerEvalOptions]] = SageMakerEvalOptions
+    #: `--model` names the hub model (the sample launcher's `--model`), as `--base-model` does.
+    model_key: ClassVar[str] = "sagemaker.base_model"
+
+    @classmethod
+    def cli_options(cls, command: Command) -> list[CliOption]:
+        return [o for o in CLI_OPTIONS if command in o.commands]
+
+    @classmethod
+    def cli_values(
+        cls, command: Command, values: dict[str, Any], extra_args: list[str]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        values, extra_args = sagemaker_cli_values(values, extra_args)
+        return super().cli_values(command, values, extra_args)
 
     def __init__(self) -> None:
         self._offline_account: str | None = None
@@ -218,20 +226,7 @@ class SageMakerBackend(Backend):
     # -- training ------------------------------------------------------------------------
 
     def train(
-        self,
-        task: Task[Any],
-        config: Config,
-        *,
-        dry_run: bool = False,
-        lookups: bool = False,
-        wait: bool = False,
-        reward_fn: Any = None,
-        console: Console | None = None,
-        aws: Aws | None = None,
-        skip_preflight: bool = False,
-        sleep: Callable[[float], None] | None = None,
-        clock: Callable[[], float] | None = None,
-        **options: Any,
+        self, task: Task[Any], config: Config, options: TrainOptions | None = None
     ) -> TrainSubmission:
         """Submit an AgentRFT job for `task` (CreateJob).
 
@@ -239,6 +234,15 @@ class SageMakerBackend(Backend):
         it also makes the read-only lookups a submission makes (DescribeHubContent, the
         recipe's specs on S3, DescribeModelPackageGroup, DescribeJobSchemaVersion).
         """
+        o = as_options(SageMakerTrainOptions, options)
+        dry_run, lookups, wait, reward_fn, console = (
+            o.dry_run,
+            o.lookups,
+            o.wait,
+            o.reward_fn,
+            o.console,
+        )
+        aws, skip_preflight, sleep, clock = o.aws, o.skip_preflight, o.sleep, o.clock
         from agentrft.backends.sagemaker.jobs.static_checks import raise_for_inputs
 
         self.check_available()
@@ -334,17 +338,23 @@ class SageMakerBackend(Backend):
             from agentrft.backends.sagemaker.jobs.service_schema import check_document
 
             check_document(aws, facts.TRAINING_CATEGORY, training_document(spec), notes)
-        rows = recipe.plan(hps, set(config.model_fields_set), sm.base_model, send_all=send_all)
+        rows = recipe.plan(hps, user_set_hyperparameters(config), sm.base_model, send_all=send_all)
         for note in notes:
             out.print(f"[dim]{note}[/]")
         if dry_run:
+            from agentrft.backends.sagemaker.jobs.lifecycle import render_plan
+
             render_plan(rows, sm.base_model, out)
             where = "with read-only lookups" if lookups else "no AWS call made"
             out.print(f"[bold]CreateJob request (dry run, {where}, nothing submitted):[/]")
             out.out(printable_request(request), highlight=False)
             return TrainSubmission(job_name, request, dry_run=True, notes=notes, plan=rows)
 
-        from agentrft.backends.sagemaker.jobs.lifecycle import create_job, watch_job
+        from agentrft.backends.sagemaker.jobs.lifecycle import (
+            create_job,
+            report_finished,
+            watch_job,
+        )
 
         arn = create_job(aws, request)
         out.print(f"created {arn}")
@@ -365,47 +375,13 @@ class SageMakerBackend(Backend):
             aws, job_name, facts.TRAINING_CATEGORY, console=out, poll_s=sm.poll_s, **extra
         )
         result.view = view
-        self._report_finished(view, config, out)
+        report_finished(view, config, out)
         return result
-
-    @staticmethod
-    def _report_finished(view: JobView, config: Config, out: Console) -> None:
-        from agentrft.backends.sagemaker.jobs.cost import format_tokens, job_cost, load_prices
-
-        if view.status != "Completed":
-            raise SageMakerError(
-                f"job {view.name} ended {view.status}: {view.failure_reason or 'no reason given'}"
-                f" (details: agentrft jobs describe {view.name})"
-            )
-        out.print(f"[green]job {view.name} completed[/]")
-        out.print(f"output model package: {view.output_model_package_arn or '(not reported)'}")
-        tokens = view.billed_tokens
-        if tokens:
-            prices = load_prices(config.sagemaker.price_file, config.sagemaker.base_model)
-            out.print(
-                "billed tokens: "
-                + ", ".join(f"{k} {format_tokens(v)}" for k, v in tokens.items())
-                + f" ≈ {job_cost(tokens, prices):,.2f} {prices.currency} ({prices.source})"
-            )
 
     # -- evaluation ----------------------------------------------------------------------
 
     def evaluate(
-        self,
-        task: Task[Any],
-        config: Config,
-        *,
-        runs: list[str] | list[tuple[str, float]] | None = None,
-        model_package_arn: str | None = None,
-        dry_run: bool = False,
-        lookups: bool = False,
-        wait: bool = True,
-        console: Console | None = None,
-        aws: Aws | None = None,
-        skip_preflight: bool = False,
-        sleep: Callable[[float], None] | None = None,
-        clock: Callable[[], float] | None = None,
-        **options: Any,
+        self, task: Task[Any], config: Config, options: EvalOptions | None = None
     ) -> EvaluationResult:
         """Run AgentRFTEvaluation jobs, one per run (`base:1.0`, `trained:0.7`), queued one
         after another (the quota runs one at a time).
@@ -414,6 +390,15 @@ class SageMakerBackend(Backend):
         and, with a model package, the trained one. `dry_run` calls nothing remote;
         `lookups` adds the read-only hub and schema lookups.
         """
+        o = as_options(SageMakerEvalOptions, options)
+        runs, model_package_arn, dry_run, lookups = (
+            o.runs,
+            o.model_package_arn,
+            o.dry_run,
+            o.lookups,
+        )
+        wait, console, aws, skip_preflight = o.wait, o.console, o.aws, o.skip_preflight
+        sleep, clock = o.sleep, o.clock
         from agentrft.backends.sagemaker.jobs.cost import load_prices
         from agentrft.backends.sagemaker.jobs.evaluations import (
             EvaluationPlan,

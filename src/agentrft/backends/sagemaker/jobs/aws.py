@@ -16,7 +16,7 @@ from agentrft.backend import BackendError
 if TYPE_CHECKING:
     import boto3
 
-    from agentrft.config import SageMakerConfig
+    from agentrft.backends.sagemaker.settings import SageMakerConfig
 
 
 class SageMakerError(BackendError):

@@ -462,9 +462,9 @@ def _preflight_ok(aws: Aws, role_arn: str) -> bool:
     from rich.console import Console
 
     from agentrft.backends.sagemaker.jobs.preflight import run_preflight
-    from agentrft.config import Config
+    from agentrft.config import default_config
 
-    report = run_preflight(Config(), purpose="deploy", aws=aws, runtime_role_arn=role_arn)
+    report = run_preflight(default_config(), purpose="deploy", aws=aws, runtime_role_arn=role_arn)
     report.render(Console(stderr=True))
     return bool(report.ok)
 

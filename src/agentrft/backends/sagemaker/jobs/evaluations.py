@@ -11,14 +11,12 @@ each run scored.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentrft.backend import EvalResult
 from agentrft.backends.sagemaker.jobs import service_facts as facts
 from agentrft.backends.sagemaker.jobs.aws import SageMakerError
 from agentrft.backends.sagemaker.jobs.cost import PriceTable, format_tokens, job_cost
@@ -138,8 +136,10 @@ class EvalOutcome:
 
 
 @dataclass
-class EvaluationResult:
-    """What `SageMakerBackend.evaluate` returns: one outcome per run."""
+class EvaluationResult(EvalResult):
+    """What `SageMakerBackend.evaluate` returns: one outcome per run. Its `reports` are
+    empty (the jobs' metrics are not episode-level EvalReports); `eval --report FILE`
+    writes `to_report`, each run's pass@k, reward, tokens and cost."""
 
     outcomes: list[EvalOutcome]
     dry_run: bool = False
@@ -149,36 +149,14 @@ class EvaluationResult:
     def jobs(self) -> str:
         return ", ".join(o.job_name for o in self.outcomes)
 
-    def to_report(self, context: dict[str, Any] | None = None) -> dict[str, Any]:
+    def to_report(self, context: dict[str, Any]) -> dict[str, Any]:
         """`{**context, "backend": "sagemaker", "dry_run", "runs": [...]}`."""
         return {
-            **(context or {}),
+            **context,
             "backend": "sagemaker",
             "dry_run": self.dry_run,
             "runs": [o.to_dict(self.prices) for o in self.outcomes],
         }
-
-    def write_report(self, path: str | Path, context: dict[str, Any] | None = None) -> None:
-        """Write `to_report(context)` as JSON (what `eval --report FILE` writes), secrets
-        scrubbed; the file appears only complete (temp file + rename), as the core's does."""
-        _write_json(Path(path), self.to_report(context))
-
-
-def _write_json(path: Path, report: dict[str, Any]) -> None:
-    from agentrft.redact import scrub
-
-    data = scrub(report)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, default=str)
-            fh.write("\n")
-        Path(tmp).chmod(0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @dataclass

@@ -54,17 +54,36 @@ def hp_value(value: Any) -> str:
     return str(value)
 
 
+def hyperparameter_values(config: Config) -> dict[str, Any]:
+    """Every service hyperparameter the config holds, by its service name: the shared
+    top-level ones, then the `sagemaker` section's (rollout_max_concurrency, ...)."""
+    from agentrft.backends.sagemaker.settings import SECTION_HYPERPARAMETERS
+    from agentrft.config import SHARED_HYPERPARAMETERS
+
+    values = {n: getattr(config, n) for n in SHARED_HYPERPARAMETERS}
+    values.update({n: getattr(config.sagemaker, n) for n in SECTION_HYPERPARAMETERS})
+    return values
+
+
+def user_set_hyperparameters(config: Config) -> set[str]:
+    """The service hyperparameters the config file, `--set` or a flag set."""
+    from agentrft.backends.sagemaker.settings import SECTION_HYPERPARAMETERS
+
+    return set(config.model_fields_set) | (
+        set(config.sagemaker.model_fields_set) & set(SECTION_HYPERPARAMETERS)
+    )
+
+
 def training_hyperparameters(config: Config, *, only_set: bool = True) -> dict[str, str]:
-    """The shared top-level hyperparameters as strings, plus `sagemaker.extra_hyperparameters`.
+    """The service hyperparameters as strings, plus `sagemaker.extra_hyperparameters`.
 
     `only_set` (the default: `sagemaker.send_hyperparameters=set`) sends just the keys the
     config file, `--set` or a flag set, leaving the rest to the base model's recipe, whose
     defaults depend on the model (as the SageMaker SDK does); False sends all 22.
     """
-    from agentrft.config import SHARED_HYPERPARAMETERS
-
-    names = [n for n in SHARED_HYPERPARAMETERS if not only_set or n in config.model_fields_set]
-    hps = {n: hp_value(getattr(config, n)) for n in names}
+    user_set = user_set_hyperparameters(config)
+    values = hyperparameter_values(config)
+    hps = {n: hp_value(v) for n, v in values.items() if not only_set or n in user_set}
     hps.update({k: hp_value(v) for k, v in config.sagemaker.extra_hyperparameters.items()})
     return hps
 
@@ -82,7 +101,7 @@ def evaluation_hyperparameters(
     rest only when you set them. `pass_k_values` is cut to the k values <= the group size,
     so it also goes when `eval_group_size` does.
     """
-    user_set = config.model_fields_set
+    user_set = user_set_hyperparameters(config)
     group_set = (
         "eval_group_size" in config.sagemaker.model_fields_set
         or "samples_per_row" in config.eval.model_fields_set
@@ -97,9 +116,9 @@ def evaluation_hyperparameters(
         "sampling_max_tokens": config.sampling_max_tokens,
         "pass_k_values": pass_k,
         "success_threshold": config.success_threshold,
-        "rollout_timeout": config.rollout_timeout,
-        "rollout_max_concurrency": config.rollout_max_concurrency,
-        "rollout_max_retries": config.rollout_max_retries,
+        "rollout_timeout": config.sagemaker.rollout_timeout,
+        "rollout_max_concurrency": config.sagemaker.rollout_max_concurrency,
+        "rollout_max_retries": config.sagemaker.rollout_max_retries,
     }
     assert set(values) == set(facts.EVALUATION_HYPERPARAMETERS)
     chosen = {

@@ -1,4 +1,5 @@
-"""Job verbs on the control plane: create, describe, list, stop, and watch until done."""
+"""Job verbs on the control plane: create, describe, list, stop, watch until done, and the
+tables a submission prints (the dry run's plan, a finished job)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agentrft.backends.sagemaker.jobs import recipe
 from agentrft.backends.sagemaker.jobs import service_facts as facts
 from agentrft.backends.sagemaker.jobs.aws import (
     SageMakerError,
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from agentrft.backends.sagemaker.jobs.aws import Aws
+    from agentrft.config import Config
 
 CATEGORIES = (facts.TRAINING_CATEGORY, facts.EVALUATION_CATEGORY)
 #: Consecutive failed DescribeJob polls tolerated while watching a job.
@@ -249,3 +252,47 @@ def render_job(view: JobView, console: Console, prices: PriceTable | None = None
     for t in view.transitions[-6:]:
         msg = t.get("StatusMessage") or ""
         console.print(f"  [dim]{t.get('StartTime')}[/] {t.get('Status')} {msg}")
+
+
+def render_plan(rows: list[recipe.PlanRow], model: str, out: Console) -> None:
+    """The dry run's table: each hyperparameter, the value the job gets, and its source."""
+    from rich.table import Table
+
+    template, known = recipe.template_for(model)
+    title = f"hyperparameters of the job ({model}, recipe {template.name}" + (
+        ")" if known else "; model not in agentrft's list, template assumed)"
+    )
+    table = Table(title=title, title_justify="left")
+    for col in ("name", "value", "source"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        style = "bold" if row.sent else "dim"
+        table.add_row(f"[{style}]{row.name}[/]", row.value, row.source)
+    out.print(table)
+    sent = sum(r.sent for r in rows)
+    out.print(
+        f"{sent} hyperparameter{'s' if sent != 1 else ''} sent; the service fills the rest "
+        "from the recipe (sagemaker.send_hyperparameters=all sends agentrft's defaults too)"
+    )
+
+
+def report_finished(view: JobView, config: Config, out: Console) -> None:
+    """After --wait: the job's end, its model package and billed tokens (raises unless it
+    Completed)."""
+    from agentrft.backends.sagemaker.jobs.cost import load_prices
+
+    if view.status != "Completed":
+        raise SageMakerError(
+            f"job {view.name} ended {view.status}: {view.failure_reason or 'no reason given'}"
+            f" (details: agentrft jobs describe {view.name})"
+        )
+    out.print(f"[green]job {view.name} completed[/]")
+    out.print(f"output model package: {view.output_model_package_arn or '(not reported)'}")
+    tokens = view.billed_tokens
+    if tokens:
+        prices = load_prices(config.sagemaker.price_file, config.sagemaker.base_model)
+        out.print(
+            "billed tokens: "
+            + ", ".join(f"{k} {format_tokens(v)}" for k, v in tokens.items())
+            + f" ≈ {job_cost(tokens, prices):,.2f} {prices.currency} ({prices.source})"
+        )
