@@ -170,3 +170,32 @@ async def test_evaluate_with_a_swapped_reward_and_threshold() -> None:
 async def test_evaluate_rejects_empty_input() -> None:
     with pytest.raises(ValueError, match="at least one prompt"):
         await evaluate(FindNumberTask(), [], FindNumberTask().expert())
+
+
+def test_invented_tool_names_are_counted_together() -> None:
+    """A model can invent any number of tool names; the report counts the task's tools by
+    name and every other name under one key, so it cannot grow without bound."""
+    t = _traj(0, False, 0.0, 2, ["unknown_tool"])
+    t.tools = [{"type": "function", "function": {"name": "guess", "parameters": {}}}]
+    t.turns[1].assistant.tool_calls = [call(f"invented_{i}", {}, id=f"x{i}") for i in range(50)]
+    r = EvalReport.from_trajectories([t], task="t", policy="p", temperature=1.0)
+    assert r.tool_calls.by_tool == {"(not a tool)": 50, "guess": 1}
+
+
+def test_the_comparison_table_fits_80_columns_without_cutting_names() -> None:
+    kinds = {"no_tool_call": 40, "malformed_tool_json": 12, "invalid_arguments": 3}
+    r = EvalReport(
+        task="wordle", policy="Qwen/Qwen3-1.7B-trained-adapter", temperature=1.0, rows=32,
+        samples_per_row=4, episodes=128, solved=3, solve_rate=0.023,
+        pass_at_k={1: 0.02, 2: 0.04, 4: 0.08}, foothold=0.4, failure_kinds=kinds,
+    )  # fmt: skip
+    reports = [r.model_copy(update={"policy": p}) for p in ("before", "after SFT")] + [r]
+    out = Console(width=80, record=True)
+    out.print(reports_table(reports))
+    out.print(r.render())
+    text = out.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text  # nothing cut short
+    for kind in kinds:
+        assert text.count(kind) == 4, kind  # three columns and the single report
+    assert "trained-adapter" in text.replace("\n", "").replace("│", "").replace(" ", "")

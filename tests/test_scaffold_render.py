@@ -88,6 +88,10 @@ def test_render_fills_every_placeholder():
     meta = tomllib.loads(files[Path("pyproject.toml")])
     assert meta["project"]["name"] == "agentrft-my-flow"
     assert meta["project"]["entry-points"]["agentrft"] == {"my_flow": "agentrft_my_flow.plugin"}
+    # The async test of docs/custom-rewards.md works in a new plugin unchanged.
+    assert meta["tool"]["pytest"]["ini_options"]["asyncio_mode"] == "auto"
+    assert "pytest-asyncio" in " ".join(meta["project"]["optional-dependencies"]["test"])
+    assert "async def test_" in files[Path("tests/test_my_flow.py")]
     task = files[Path("src/agentrft_my_flow/task.py")]
     assert (
         "class MyFlowTask(Task[Instance, MyFlowEnv])" in task

@@ -25,11 +25,12 @@ if TYPE_CHECKING:
 
     from agentrft.config import Config
     from agentrft.evaluation import EvalReport
+    from agentrft.policy import Policy
     from agentrft.rollout import RewardFn
     from agentrft.task import Task
     from agentrft.trajectory import Trajectory
 
-Command = Literal["train", "eval"]
+Command = Literal["train", "eval", "play"]
 
 
 class BackendUnavailable(RuntimeError):
@@ -185,9 +186,17 @@ class Backend(ABC):
         config show --backend NAME` prints). The default: `config` itself."""
         return config
 
+    def play_policy(self, task: Task[Any, Any], config: Config) -> Policy:
+        """The model this backend trains, as a `Policy` for `agentrft play --backend NAME`
+        (close it with `aclose()`). The default: this backend plays no episodes here."""
+        raise BackendError(
+            f"the {self.name} backend cannot play an episode here; use --policy (a served "
+            "model's URL, litellm:PROVIDER/MODEL or expert)"
+        )
+
     @classmethod
     def cli_options(cls, command: Command) -> list[CliOption]:
-        """The flags this backend adds to `agentrft <command>`."""
+        """The flags this backend adds to `agentrft <command>` (train, eval or play)."""
         return []
 
     @classmethod

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 DEFAULT_PASS_K = (1, 2, 4, 8, 16, 32)
+#: Where `ToolCallStats.by_tool` counts calls to tools the task does not have: a model can
+#: invent any number of names, and a report listing each one grows without bound.
+UNKNOWN_TOOLS = "(not a tool)"
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -52,7 +55,11 @@ class ToolCallStats(BaseModel):
     total: int = 0
     mean: float = 0.0
     max: int = 0
-    by_tool: dict[str, int] = Field(default_factory=dict, description="Calls per tool name.")
+    by_tool: dict[str, int] = Field(
+        default_factory=dict,
+        description="Calls per tool the task offers; calls to names it does not offer (a "
+        f"model inventing tools) are counted together under {UNKNOWN_TOOLS!r}.",
+    )
 
 
 class EvalReport(BaseModel):
@@ -138,8 +145,12 @@ class EvalReport(BaseModel):
             outcomes[(t.reward.outcome if t.reward else "") or "-"] += 1
             stops[t.stop_reason or "-"] += 1
             calls.append(t.tool_calls)
+            offered = {(s.get("function") or s).get("name") for s in t.tools}
             for turn in t.turns:
-                by_tool.update(c.name for c in turn.assistant.tool_calls or [])
+                by_tool.update(
+                    c.name if not offered or c.name in offered else UNKNOWN_TOOLS
+                    for c in turn.assistant.tool_calls or []
+                )
                 prompt_tokens += turn.prompt_tokens
                 completion_tokens += turn.completion_tokens
 
@@ -197,8 +208,8 @@ class EvalReport(BaseModel):
         from rich.table import Table
 
         table = Table(title=f"{self.task} · {self.policy} · temperature {self.temperature:g}")
-        table.add_column("metric", style="bold")
-        table.add_column("value")
+        table.add_column("metric", style="bold", no_wrap=True)
+        table.add_column("value", overflow="fold")
         for name, value in self._summary_rows():
             table.add_row(name, value)
         return table
@@ -272,32 +283,39 @@ def write_json(path: str | Path, data: Any) -> None:
 
 
 def reports_table(reports: Sequence[EvalReport]) -> Table:
-    """One rich table comparing several reports (one row each: policy, temperature, metrics)."""
+    """Several reports side by side: one column per report (policy and temperature), one
+    row per metric, so before/after rows and temperature sweeps read across and fit 80
+    columns; every failure kind is shown whole, one per line."""
     from rich.table import Table
 
     ks = sorted({k for r in reports for k in r.pass_at_k})
     table = Table(title=f"eval · {reports[0].task}" if reports else "eval")
-    for col in ("policy", "temp", "episodes", "solve rate", *(f"pass@{k}" for k in ks)):
-        table.add_column(col, justify="right" if col != "policy" else "left")
-    table.add_column("reward ± se", justify="right")
-    footholds = any(r.foothold is not None for r in reports)
-    if footholds:
-        table.add_column("foothold", justify="right")
-    table.add_column("turns", justify="right")
-    table.add_column("failures")
+    table.add_column("", style="bold", no_wrap=True)
     for r in reports:
-        level = f" (level {r.curriculum_level})" if r.curriculum_level else ""
-        table.add_row(
-            r.policy + level,
-            f"{r.temperature:g}",
-            str(r.episodes),
-            f"{r.solve_rate:.1%}",
-            *(f"{r.pass_at_k[k]:.1%}" if k in r.pass_at_k else "-" for k in ks),
-            f"{r.mean_reward:.3f} ± {r.reward_se:.3f}",
-            *([f"{r.foothold:.0%}" if r.foothold is not None else "-"] if footholds else []),
-            f"{r.mean_turns:.2f}",
-            _counts(r.failure_kinds),
+        level = f" level {r.curriculum_level}" if r.curriculum_level else ""
+        table.add_column(f"{r.policy}\nT={r.temperature:g}{level}", overflow="fold")
+    rows: list[tuple[str, list[str]]] = [
+        ("episodes", [str(r.episodes) for r in reports]),
+        ("solve rate", [f"{r.solve_rate:.1%}" for r in reports]),
+        *[
+            (f"pass@{k}", [f"{r.pass_at_k[k]:.1%}" if k in r.pass_at_k else "-" for r in reports])
+            for k in ks
+        ],
+        ("reward", [f"{r.mean_reward:.3f} ± {r.reward_se:.3f}" for r in reports]),
+    ]
+    if any(r.foothold is not None for r in reports):
+        rows.append(
+            ("foothold", [f"{r.foothold:.0%}" if r.foothold is not None else "-" for r in reports])
         )
+    rows.append(("turns", [f"{r.mean_turns:.2f}" for r in reports]))
+    rows.append(
+        (
+            "failures",
+            ["\n".join(f"{k} {v}" for k, v in r.failure_kinds.items()) or "-" for r in reports],
+        )
+    )
+    for name, values in rows:
+        table.add_row(name, *values)
     return table
 
 

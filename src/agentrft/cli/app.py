@@ -83,9 +83,9 @@ def create_app(*, plugins: bool = True) -> typer.Typer:
     )
     app.callback()(_root)
     app.command("tasks")(handle_errors(tasks))
-    app.command("play")(handle_errors(play))
-    app.command("replay")(handle_errors(replay))
     backends = installed_backends() if plugins else {}
+    app.command("play")(handle_errors(with_backend_flags(play, "play", backends)))
+    app.command("replay")(handle_errors(replay))
     app.command("train")(handle_errors(with_backend_flags(train, "train", backends)))
     app.command("eval")(handle_errors(with_backend_flags(eval_, "eval", backends)))
 

@@ -45,13 +45,14 @@ class BackendFlags:
         self._flags = flags
         self._given = given
 
-    def for_backend(self, name: str) -> dict[str, Any]:
+    def for_backend(self, name: str | None) -> dict[str, Any]:
         """The flags of backend `name` by `CliOption.name`; a flag only other backends
-        declare, given on this command line, is an error naming them."""
+        declare (any flag, when no backend was chosen), given on this command line, is an
+        error naming them."""
         out: dict[str, Any] = {}
         for flag in self._flags:
             value = self._given.get(flag.param, flag.option.default)
-            mine = flag.owners.get(name)
+            mine = flag.owners.get(name) if name is not None else None
             if mine is not None:
                 out[mine.name] = value
             elif value != flag.option.default:
@@ -61,9 +62,10 @@ class BackendFlags:
                     if len(names) == 1
                     else f"the {', '.join(names[:-1])} and {names[-1]} backends"
                 )
+                other = f"not of {name!r}" if name is not None else "which was not chosen"
                 raise CliError(
-                    f"{flag.option.flags[0].split('/')[0]} is an option of {owners}, not of "
-                    f"{name!r}; pass --backend {names[0]}"
+                    f"{flag.option.flags[0].split('/')[0]} is an option of {owners}, {other}; "
+                    f"pass --backend {names[0]}"
                 )
         return out
 

@@ -1,36 +1,52 @@
 """`agentrft play` (one live episode, turn by turn) and `agentrft replay` (stored ones)."""
 
+from __future__ import annotations
+
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from agentrft.cli.backend_flags import BackendFlags
 from agentrft.cli.common import (
     API_KEY_ENV_HELP,
     BASE_URL_HELP,
     HEADER_HELP,
     MODEL_HELP,
     POLICY_HELP,
-    REWARD_HELP,
-    TASK_HELP,
+    ConfigOpt,
+    RewardOpt,
+    SetOpt,
+    TaskOpt,
     console,
     episode_limits,
     finite,
+    load_backend,
     load_reward,
-    load_task,
     notify_episode,
     resolve_cli_policy,
+    resolve_config,
     run_async,
     task_prompts,
 )
 from agentrft.cli.errors import CliError
-from agentrft.config import default_config
 from agentrft.trajectory import Trajectory
 
 
 def play(
-    task: Annotated[str, typer.Option("--task", "-t", help=TASK_HELP)],
-    policy: Annotated[str, typer.Option("--policy", "-p", help=POLICY_HELP)] = "expert",
+    task: TaskOpt = None,
+    policy: Annotated[
+        str | None, typer.Option("--policy", "-p", help=POLICY_HELP + " Default: expert.")
+    ] = None,
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            "--backend",
+            "-b",
+            help="Play with this backend's model instead of --policy (local: local.model "
+            "with --adapter DIR, e.g. a run's final_adapter/).",
+        ),
+    ] = None,
     row: Annotated[int, typer.Option("--row", min=0, help="Row index (0-based).")] = 0,
     split: Annotated[str, typer.Option(help="Split made by the task.")] = "validation",
     data: Annotated[
@@ -44,14 +60,20 @@ def play(
     max_turns: Annotated[
         int | None, typer.Option(min=1, help="Override the task's turn limit.")
     ] = None,
-    reward: Annotated[str | None, typer.Option(help=REWARD_HELP)] = None,
+    reward: RewardOpt = None,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
     base_url: Annotated[str | None, typer.Option(help=BASE_URL_HELP)] = None,
-    model: Annotated[str | None, typer.Option(help=MODEL_HELP)] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help=MODEL_HELP + " With --backend: its model key (local.model)."),
+    ] = None,
     api_key_env: Annotated[str | None, typer.Option(help=API_KEY_ENV_HELP)] = None,
     header: Annotated[list[str] | None, typer.Option(help=HEADER_HELP)] = None,
     save: Annotated[
         Path | None, typer.Option(help="Append the trajectory to this JSONL file (for replay).")
     ] = None,
+    backend_flags: BackendFlags | None = None,
 ) -> None:
     """Play one episode and print it turn by turn with the reward breakdown."""
     from agentrft.policy import Sampling
@@ -59,21 +81,34 @@ def play(
     from agentrft.rollout import run_episode
     from agentrft.trajectory import append_trajectories
 
-    the_task = load_task(task)
-    reward_fn = load_reward(reward, the_task)
+    if policy is not None and backend is not None:
+        raise CliError("pass --policy SPEC or --backend NAME, not both")
+    own = backend_flags.for_backend(backend) if backend_flags else {}
+    impl = load_backend(backend) if backend is not None else None
+    keys: dict[str, Any] = {}
+    if impl is not None:
+        keys, _ = impl.cli_values("play", {**own, "model": model, "dry_run": False}, [])
+    values = {"task": task, "reward": reward, "limits.max_turns": max_turns, **keys}
+    cfg, the_task = resolve_config(config, set_, values)
+    reward_fn = load_reward(cfg.reward, the_task)
     # The whole split (n=None): --row indexes it, or the rows of --data.
     prompts = task_prompts(the_task, data=data, split=split, n=None, seed=seed)
     if row >= len(prompts):
         where = str(data) if data is not None else f"split {split!r} (seed {seed})"
         raise CliError(f"--row {row} is out of range: {where} has {len(prompts)} rows")
-    the_policy = resolve_cli_policy(
-        policy, the_task, base_url=base_url, model=model, api_key_env=api_key_env, headers=header
-    )
+    if impl is not None:
+        impl.check_config(cfg)
+        the_policy = impl.play_policy(the_task, cfg)
+    else:
+        the_policy = resolve_cli_policy(
+            policy or "expert", the_task, base_url=base_url, model=model,
+            api_key_env=api_key_env, headers=header,
+        )  # fmt: skip
     sampling = Sampling(temperature=temperature, max_tokens=max_tokens)
-    limits = episode_limits(the_task, default_config(), max_turns)
+    limits = episode_limits(the_task, cfg)
     out = console()
-    name = getattr(the_policy, "name", "") or policy
-    render_header(task, out, title=f"row {row} · {name}")
+    name = getattr(the_policy, "name", "") or policy or backend or "expert"
+    render_header(the_task.name, out, title=f"row {row} · {name}")
     live = LiveView(the_policy, out)  # prints each turn as it is played
 
     async def go() -> Trajectory:

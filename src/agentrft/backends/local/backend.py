@@ -92,6 +92,13 @@ class LocalBackend(Backend):
 
         check_algorithms(config)
 
+    def play_policy(self, task: Task[Any], config: Config) -> Any:
+        """`local.model` with `local.adapter` (`--adapter DIR`), for `agentrft play`."""
+        from agentrft.backends.local.play import EnginePolicy
+
+        self.check_available()
+        return EnginePolicy(config)
+
     def effective_config(self, task: Task[Any], config: Config) -> Config:
         """`config` with the CPU preset applied (the built-in tiny model on a CPU machine)."""
         from agentrft.backends.local.engine import apply_cpu_preset
@@ -166,6 +173,10 @@ def plan(task: Task[Any], config: Config) -> dict[str, Any]:
         "learning_rate": config.learning_rate,
         "sft_warmup_steps": config.local.sft_warmup_steps,
         "run_dir": config.local.run_dir,
+        # Where the rows come from (train --data FILE sets train_dataset).
+        "train_rows": config.train_dataset or f"made by task {task.name} (split train)",
+        "validation_rows": config.validation_dataset
+        or f"made by task {task.name} (split {config.eval.split})",
     }
 
 
@@ -543,12 +554,10 @@ async def evaluate_async(
         )
     # The tiny model on CPU: the same eval size and turn limit as `train`'s before/after.
     config = apply_cpu_preset(config, has_expert=False)
+    from agentrft.backends.local.play import check_adapter_dir
+
     adapter = adapter or config.local.adapter
-    if adapter and not (Path(adapter) / "adapter_config.json").is_file():
-        raise FileNotFoundError(
-            f"adapter {adapter} is not a PEFT adapter directory (no adapter_config.json); "
-            "pass a run's final_adapter/ or a checkpoint's adapter/"
-        )
+    check_adapter_dir(adapter)
     if prompts is None:
         prompts = _validation_prompts(task, config)
     engine = make_engine(config)

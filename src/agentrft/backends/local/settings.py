@@ -248,8 +248,9 @@ CLI_OPTIONS = [
     CliOption(
         "adapter",
         ("--adapter",),
-        "LoRA adapter directory to continue training from / to evaluate (local.adapter).",
+        "LoRA adapter directory to continue training from / to evaluate / to play (local.adapter).",
         key="local.adapter",
+        commands=("train", "eval", "play"),
     ),
     CliOption(
         "resume",

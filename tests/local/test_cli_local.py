@@ -1,0 +1,118 @@
+"""The CLI with the real local backend, as a new user meets it: where training rows come
+from, what a run will really use, evaluation trajectories, playing a trained adapter."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from agentrft import hookimpl
+from agentrft.backends.local import plugin as local_plugin
+from agentrft.cli.app import create_app
+from agentrft.plugins import load_plugins, use_plugins
+from agentrft.trajectory import read_trajectories
+
+from .conftest import TORCH_THREADS, CountA, FruitGuess
+
+TINY = ["--set", "local.tiny_model=156k", "--set", f"local.cpu_threads={TORCH_THREADS}"]
+
+
+class LocalTasks:
+    @hookimpl
+    def agentrft_tasks(self) -> list[type]:
+        return [CountA, FruitGuess]
+
+
+@pytest.fixture
+def cli() -> Iterator[Any]:
+    with use_plugins(load_plugins(extra=[LocalTasks(), local_plugin], entry_points=False)):
+        app = create_app()
+
+        def run(*args: str) -> Any:
+            return CliRunner().invoke(app, list(args), env={"COLUMNS": "200", "NO_COLOR": "1"})
+
+        yield run
+
+
+def test_train_data_names_the_rows_and_the_dry_run_shows_them(cli: Any, tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"prompt": "Write text 1"}\n')
+    result = cli("train", "--task", "count_a", "--data", str(rows), "--dry-run", *TINY)
+    assert result.exit_code == 0, result.output
+    assert f"train_rows: {rows}" in result.output
+    assert "validation_rows: made by task count_a (split validation)" in result.output
+    made = cli("train", "--task", "count_a", "--dry-run", *TINY)
+    assert "train_rows: made by task count_a (split train)" in made.output
+    missing = cli("train", "--task", "count_a", "--data", str(tmp_path / "none.jsonl"), *TINY,
+                  "--set", f"local.run_dir={tmp_path / 'runs'}")  # fmt: skip
+    assert missing.exit_code == 1 and "none.jsonl" in missing.output
+    assert not (tmp_path / "runs").exists()
+
+
+def test_config_show_with_a_backend_shows_what_a_run_uses(cli: Any) -> None:
+    plain = yaml.safe_load(cli("config", "show").stdout)
+    assert (plain["global_batch_size"], plain["limits"]["max_turns"]) == (128, None)
+
+    result = cli("config", "show", "--task", "fruit_guess", "--backend", "local", *TINY)
+    assert result.exit_code == 0, result.output
+    shown = yaml.safe_load(result.stdout)
+    # The CPU preset (the built-in tiny model on a CPU machine), and the task's limits.
+    assert (shown["global_batch_size"], shown["max_steps"], shown["sampling_max_tokens"]) == (
+        4,
+        20,
+        40,
+    )
+    assert shown["limits"]["max_turns"] == 6 and shown["limits"]["max_tool_calls"] == 6
+    assert shown["local"]["sft_warmup_steps"] == 40  # fruit_guess has an expert
+    assert "the local backend changes, for its runs:" in result.stderr
+    assert "global_batch_size: 128 -> 4" in result.stderr
+    assert "limits.max_turns: 4 -> 6" in result.stderr  # the task's own turn limit, raised
+
+    own = yaml.safe_load(cli("config", "show", "--task", "fruit_guess").stdout)
+    assert own["limits"] == {"max_turns": 4, "max_tool_calls": 6, "timeout_s": 600.0}
+    needs = cli("config", "show", "--backend", "local")
+    assert needs.exit_code == 1 and "needs a task" in needs.output
+
+
+def test_eval_through_the_local_backend_writes_trajectories(cli: Any, tmp_path: Path) -> None:
+    trajs, report = tmp_path / "t.jsonl", tmp_path / "r.json"
+    result = cli(
+        "eval", "--task", "fruit_guess", "--backend", "local", "--n", "2", "--samples", "2",
+        "--trajectories", str(trajs), "--report", str(report), *TINY,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    saved = list(read_trajectories(trajs))
+    assert len(saved) == 4 and all(t.task == "fruit_guess" for t in saved)
+    assert f"trajectories: {trajs} (4)" in result.output
+    (only,) = json.loads(report.read_text())["reports"]
+    assert only["episodes"] == 4
+    replayed = cli("replay", str(trajs), "--summary")
+    assert replayed.exit_code == 0, replayed.output
+
+
+def test_play_with_a_trained_adapter(cli: Any, tmp_path: Path, tiny_156k: str) -> None:
+    from agentrft.backends.local.vllm_adapters import make_adapter
+
+    adapter = make_adapter(tiny_156k, tmp_path / "adapter", rank=4, alpha=8, random_b_std=0.05)
+    saved = tmp_path / "played.jsonl"
+    result = cli("play", "--task", "fruit_guess", "--backend", "local", "--adapter", str(adapter),
+                 "--max-tokens", "16", "--save", str(saved), *TINY)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "row 0 · adapter" in result.output  # the policy is the adapter
+    (played,) = read_trajectories(saved)
+    assert played.turns and played.turns[0].completion_token_ids  # the engine's own tokens
+    assert played.reward is not None
+
+    not_one = cli(
+        "play", "--task", "fruit_guess", "--backend", "local", "--adapter", str(tmp_path), *TINY
+    )
+    assert not_one.exit_code == 1 and "not a PEFT adapter directory" in not_one.output
+    stray = cli("play", "--task", "fruit_guess", "--adapter", str(adapter))
+    assert stray.exit_code == 1
+    assert "--adapter is an option of the local backend, which was not chosen" in stray.output
