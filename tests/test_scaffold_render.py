@@ -1,13 +1,11 @@
-"""`agentrft new-task` without installing anything: names, rendering, refusals, atomicity,
-and the template travelling as package data in a built wheel."""
+"""`agentrft new-task` without installing anything: names, rendering, refusals, atomicity.
+(The template travelling as package data in a built wheel: tests/test_packaging.py.)"""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -176,43 +174,3 @@ def test_the_rendered_plugin_is_lint_and_type_clean(tmp_path, check):
         [sys.executable, "-m", *check], cwd=made, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stdout + result.stderr
-
-
-@pytest.mark.slow
-def test_template_ships_in_the_wheel_and_renders_from_it(tmp_path):
-    """Build agentrft's wheel from a copy of the sources, unpack it as an installed layout,
-    and scaffold from there (not from this checkout)."""
-    src = tmp_path / "src_copy"
-    src.mkdir()
-    shutil.copy(REPO / "pyproject.toml", src)
-    shutil.copy(REPO / "README.md", src)
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
-    shutil.copytree(REPO / "src", src / "src", ignore=ignore)
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    wheel_args = ["wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist")]
-    built = subprocess.run(
-        [*pip, *wheel_args, str(src)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr
-    (wheel,) = (tmp_path / "dist").glob("agentrft-*.whl")
-    with zipfile.ZipFile(wheel) as zf:
-        names = zf.namelist()
-        assert "agentrft/templates/new_task/src/__package__/task.py.tmpl" in names
-        assert "agentrft/templates/new_task/dot-gitignore.tmpl" in names
-        zf.extractall(tmp_path / "site")
-    probe = (
-        "import agentrft, agentrft.scaffold as s, sys; "
-        f"assert agentrft.__file__.startswith({str(tmp_path / 'site')!r}), agentrft.__file__; "
-        f"print(s.create_task('wheel_flow', {str(tmp_path / 'out')!r}, installed_tasks=[]))"
-    )
-    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    made = tmp_path / "out" / "wheel_flow"
-    assert (made / "src" / "agentrft_wheel_flow" / "task.py").is_file()
-    assert (made / ".gitignore").is_file()

@@ -1,6 +1,7 @@
 """`agentrft new-task`: render the packaged template into a new, installable task plugin.
 
-The template lives in `agentrft/templates/new_task/` (package data). Paths and contents use
+The template lives in the repository's top-level `templates/new_task/`, shipped inside the
+installed package as `agentrft.templates` (package data). Paths and contents use
 plain `{{key}}` placeholders; in paths `__package__` and `__name__` stand for the import
 package and the task name, a `.tmpl` suffix is dropped and a `dot-` prefix becomes `.`.
 The whole tree is rendered into a temporary directory next to the target and moved into
@@ -9,6 +10,7 @@ place in one rename, so a failure never leaves a half-written plugin behind.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata as md
 import importlib.util
 import keyword
@@ -134,9 +136,17 @@ def validate_name(name: str, installed_tasks: Iterable[str] | None = None) -> Ta
 
 
 def template_root() -> Traversable:
-    """The packaged template directory (works from a wheel, an sdist or an editable install)."""
-    root = resources.files("agentrft") / "templates" / TEMPLATE
-    if not root.is_dir():
+    """The template directory: the installed package's `agentrft.templates` (a wheel, an
+    sdist, a current editable install), else the top-level `templates/` of the source
+    checkout `agentrft` is imported from (an editable install made before templates/ moved
+    out of src/, whose path entry cannot map it)."""
+    root: Traversable | None = None
+    with contextlib.suppress(ModuleNotFoundError):
+        root = resources.files("agentrft.templates") / TEMPLATE
+    if root is None or not root.is_dir():
+        checkout = Path(__file__).resolve().parents[2] / "templates" / TEMPLATE
+        if checkout.is_dir() and (checkout.parents[1] / "pyproject.toml").is_file():
+            return checkout
         raise ScaffoldError(
             f"the new-task template is missing from the agentrft installation ({root}); "
             "reinstall agentrft"
