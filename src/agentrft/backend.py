@@ -165,6 +165,9 @@ class Backend(ABC):
     model_key: ClassVar[str | None] = None
     #: Whether `evaluate` returns the episodes' trajectories (`eval --trajectories FILE`).
     keeps_trajectories: ClassVar[bool] = False
+    #: The flags it adds to `train`/`eval`/`play` (each names its commands): what the
+    #: default `cli_options` lists.
+    cli_flags: ClassVar[tuple[CliOption, ...]] = ()
 
     def check_available(self) -> None:
         """Raise `BackendUnavailable` naming the extra when a dependency is missing."""
@@ -197,7 +200,7 @@ class Backend(ABC):
     @classmethod
     def cli_options(cls, command: Command) -> list[CliOption]:
         """The flags this backend adds to `agentrft <command>` (train, eval or play)."""
-        return []
+        return [o for o in cls.cli_flags if command in o.commands]
 
     @classmethod
     def cli_values(

@@ -29,16 +29,27 @@ class Sampling(BaseModel):
     )
 
 
-class Completion(BaseModel):
-    """One assistant turn as returned by a policy."""
+class ReplyTokens(BaseModel):
+    """How one reply ended and its tokens, as a policy reports them; a trajectory's `Turn`
+    keeps the same record. Ids and logprobs come from clients that return them (vLLM, the
+    local sampler), so training sees exactly the sampled tokens."""
 
-    message: Message
     finish_reason: str | None = None
     prompt_token_ids: list[int] | None = None
     completion_token_ids: list[int] | None = None
     logprobs: list[float] | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+
+    def reply_tokens(self) -> dict[str, Any]:
+        """These fields alone (to copy them from a `Completion` into a `Turn`)."""
+        return {name: getattr(self, name) for name in ReplyTokens.model_fields}
+
+
+class Completion(ReplyTokens):
+    """One assistant turn as returned by a policy."""
+
+    message: Message
 
 
 class PolicyError(Exception):

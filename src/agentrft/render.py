@@ -92,7 +92,7 @@ def render_outcome(trajectory: Trajectory, console: Console) -> None:
         console.print(reward_table(t.reward))
 
 
-class LiveView(Policy):
+class PlayView(Policy):
     """Wraps a policy so an episode prints as it is played, in `render_trajectory`'s layout.
 
     Each call prints the messages added since the last one (the opening prompts, then the

@@ -160,13 +160,8 @@ async def _play(
         turn = Turn(
             index=turn_index,
             assistant=msg,
-            finish_reason=completion.finish_reason,
-            prompt_token_ids=completion.prompt_token_ids,
-            completion_token_ids=completion.completion_token_ids,
-            logprobs=completion.logprobs,
-            prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
             latency_s=time.perf_counter() - t0,
+            **completion.reply_tokens(),
         )
         traj.turns.append(turn)
         if completion.finish_reason == "length":

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agentrft.messages import Message
+from agentrft.policy import ReplyTokens
 from agentrft.redact import scrub_json_line
 from agentrft.reward import RewardResult
 
@@ -43,19 +44,12 @@ class Failure(BaseModel):
     turn: int | None = None
 
 
-class Turn(BaseModel):
-    """One policy call and what followed it."""
+class Turn(ReplyTokens):
+    """One policy call and what followed it (the reply's tokens: `ReplyTokens`)."""
 
     index: int
     assistant: Message
     tool_messages: list[Message] = Field(default_factory=list)
-    finish_reason: str | None = None
-    # Token-level record, filled by clients that return ids (vLLM, the local sampler).
-    prompt_token_ids: list[int] | None = None
-    completion_token_ids: list[int] | None = None
-    logprobs: list[float] | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     latency_s: float = 0.0
 
 

@@ -77,7 +77,7 @@ def play(
 ) -> None:
     """Play one episode and print it turn by turn with the reward breakdown."""
     from agentrft.policy import Sampling
-    from agentrft.render import LiveView, render_header
+    from agentrft.render import PlayView, render_header
     from agentrft.rollout import run_episode
     from agentrft.trajectory import append_trajectories
 
@@ -109,7 +109,7 @@ def play(
     out = console()
     name = getattr(the_policy, "name", "") or policy or backend or "expert"
     render_header(the_task.name, out, title=f"row {row} · {name}")
-    live = LiveView(the_policy, out)  # prints each turn as it is played
+    live = PlayView(the_policy, out)  # prints each turn as it is played
 
     async def go() -> Trajectory:
         try:

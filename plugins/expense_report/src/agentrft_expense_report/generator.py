@@ -121,6 +121,24 @@ class _Builder:
         self.items.append(item)
         return item
 
+    def add_local(
+        self,
+        merchant: str,
+        day: str,
+        usd_cents: int,
+        currency: str,
+        *,
+        category: str,
+        notes: str,
+        **extra: object,
+    ) -> dict:
+        """A receipt priced in US cents, written in `currency` at `day`'s rate."""
+        amount = self.usd_to_local(usd_cents, currency, day)
+        return self.add(
+            merchant=merchant, date=day, amount=amount, currency=currency, category=category,
+            notes=notes, **extra,
+        )  # fmt: skip
+
     def local_day(self) -> tuple[str, str, str]:
         """A random trip date with the city and currency of that leg."""
         i = self.rng.randrange(len(self.days))
@@ -234,11 +252,11 @@ class _Builder:
                 day, city, cur = self.days[i], self.city_of_day[i], self.currency_of_day[i]
                 cap = pol.per_receipt_caps_cents["lodging"]
                 usd = rng.randint(cap * 55 // 100, cap * 85 // 100)
-                self.add(
-                    merchant=f"{rng.choice(HOTELS)} {city}",
-                    date=day,
-                    amount=self.usd_to_local(usd, cur, day),
-                    currency=cur,
+                self.add_local(
+                    f"{rng.choice(HOTELS)} {city}",
+                    day,
+                    usd,
+                    cur,
                     category="hotel",
                     notes=f"1 night, room {rng.randint(101, 950)}",
                 )
@@ -267,11 +285,11 @@ class _Builder:
                 category, merchant = rng.choice(TAXIS)
                 cap = min(pol.per_receipt_caps_cents["ground_transport"], threshold)
                 usd = rng.randint(1000, cap * 75 // 100)
-                self.add(
-                    merchant=merchant,
-                    date=day,
-                    amount=self.usd_to_local(usd, cur, day),
-                    currency=cur,
+                self.add_local(
+                    merchant,
+                    day,
+                    usd,
+                    cur,
                     category=category,
                     notes=rng.choice(("Airport to hotel", "Hotel to office", "Client visit")),
                     itemized=rng.random() < 0.5,
@@ -290,11 +308,11 @@ class _Builder:
     # -- traps -----------------------------------------------------------------------
     def trap_bar(self) -> None:
         day, _city, cur = self.local_day()
-        self.add(
-            merchant=self.rng.choice(BARS),
-            date=day,
-            amount=self.usd_to_local(self.rng.randint(1500, 6000), cur, day),
-            currency=cur,
+        self.add_local(
+            self.rng.choice(BARS),
+            day,
+            self.rng.randint(1500, 6000),
+            cur,
             category="bar",
             notes="Drinks with colleagues",
         )
@@ -302,11 +320,11 @@ class _Builder:
     def trap_personal(self) -> None:
         day, _city, cur = self.local_day()
         category, merchant, notes = self.rng.choice(PERSONAL)
-        self.add(
-            merchant=merchant,
-            date=day,
-            amount=self.usd_to_local(self.rng.randint(1500, 9000), cur, day),
-            currency=cur,
+        self.add_local(
+            merchant,
+            day,
+            self.rng.randint(1500, 9000),
+            cur,
             category=category,
             notes=notes,
         )
@@ -345,20 +363,20 @@ class _Builder:
             return
         day, city, cur = self.local_day()
         if kind == "lodging":
-            self.add(
-                merchant=f"{rng.choice(HOTELS)} {city}",
-                date=day,
-                amount=self.usd_to_local(usd, cur, day),
-                currency=cur,
+            self.add_local(
+                f"{rng.choice(HOTELS)} {city}",
+                day,
+                usd,
+                cur,
                 category="hotel",
                 notes="1 night, suite",
             )
         else:
-            self.add(
-                merchant="Executive Car Service",
-                date=day,
-                amount=self.usd_to_local(usd, cur, day),
-                currency=cur,
+            self.add_local(
+                "Executive Car Service",
+                day,
+                usd,
+                cur,
                 category="taxi",
                 notes="Airport transfer, sedan",
             )
@@ -370,11 +388,11 @@ class _Builder:
         over = pol.receipt_required_over_cents
         cap = pol.per_receipt_caps_cents["lodging"]
         usd = self.rng.randint(max(over * 130 // 100, cap * 50 // 100), max(over * 2, cap))
-        self.add(
-            merchant=f"{self.rng.choice(HOTELS)} {city}",
-            date=day,
-            amount=self.usd_to_local(usd, cur, day),
-            currency=cur,
+        self.add_local(
+            f"{self.rng.choice(HOTELS)} {city}",
+            day,
+            usd,
+            cur,
             category="hotel",
             notes="1 night (card slip only, receipt lost)",
             itemized=False,
@@ -387,11 +405,11 @@ class _Builder:
         cap = pol.daily_meal_cap_cents
         for share, label in ((rng.randint(60, 70), "Team dinner"), (rng.randint(50, 60), "Dinner")):
             usd = cap * share // 100
-            self.add(
-                merchant=rng.choice(RESTAURANTS),
-                date=day,
-                amount=self.usd_to_local(usd, cur, day),
-                currency=cur,
+            self.add_local(
+                rng.choice(RESTAURANTS),
+                day,
+                usd,
+                cur,
                 category="restaurant",
                 notes=label,
             )

@@ -68,10 +68,7 @@ class LocalBackend(Backend):
     eval_options: ClassVar[type[LocalEvalOptions]] = LocalEvalOptions
     model_key: ClassVar[str] = "local.model"
     keeps_trajectories: ClassVar[bool] = True
-
-    @classmethod
-    def cli_options(cls, command: Command) -> list[CliOption]:
-        return [o for o in CLI_OPTIONS if command in o.commands]
+    cli_flags: ClassVar[tuple[CliOption, ...]] = CLI_OPTIONS
 
     @classmethod
     def cli_values(

@@ -244,7 +244,7 @@ class LocalEvalOptions(EvalOptions):
 
 #: The flags the local backend adds to `agentrft train` / `agentrft eval` (the core `--model`
 #: sets `local.model`).
-CLI_OPTIONS = [
+CLI_OPTIONS = (
     CliOption(
         "adapter",
         ("--adapter",),
@@ -260,4 +260,4 @@ CLI_OPTIONS = [
         option="resume",
         commands=("train",),
     ),
-]
+)

@@ -94,10 +94,7 @@ class SageMakerBackend(Backend):
     eval_options: ClassVar[type[SageMakerEvalOptions]] = SageMakerEvalOptions
     #: `--model` names the hub model (the sample launcher's `--model`), as `--base-model` does.
     model_key: ClassVar[str] = "sagemaker.base_model"
-
-    @classmethod
-    def cli_options(cls, command: Command) -> list[CliOption]:
-        return [o for o in CLI_OPTIONS if command in o.commands]
+    cli_flags: ClassVar[tuple[CliOption, ...]] = CLI_OPTIONS
 
     @classmethod
     def cli_values(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -96,23 +96,36 @@ def jobs_list(
     _console().print(table)
 
 
+# The options every one-job verb takes.
+JobName = Annotated[str, typer.Argument(help="Job name or ARN.")]
+JobCategory = Annotated[
+    str | None, typer.Option("--category", help="training or evaluation (default: try both).")
+]
+Region = Annotated[str | None, typer.Option("--region", help=REGION_HELP)]
+ConfigFile = Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP)]
+
+
+def _job_verb(
+    config: Path | None, region: str | None, category: str | None
+) -> tuple[Any, Any, Any]:
+    """(config, Aws, job category or None) for a verb on one job."""
+    cfg = _load_config(config, {"sagemaker.region": region})
+    return cfg, _aws(cfg), _category(category)[0] if category else None
+
+
 def jobs_describe(
-    name: str = typer.Argument(..., help="Job name or ARN."),
-    category: str = typer.Option(
-        None, "--category", help="training or evaluation (default: try both)."
-    ),
+    name: JobName,
+    category: JobCategory = None,
     as_json: bool = typer.Option(False, "--json", help="Print DescribeJob's document as JSON."),
     prices: Path = typer.Option(None, "--prices", help="Price table file (YAML/JSON)."),
-    region: str = typer.Option(None, "--region", help=REGION_HELP),
-    config: Path = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
+    region: Region = None,
+    config: ConfigFile = None,
 ) -> None:
     """Status, progress, outputs, billed tokens and their cost of one job."""
     from agentrft.backends.sagemaker.jobs.cost import load_prices
     from agentrft.backends.sagemaker.jobs.lifecycle import describe_job, render_job
 
-    cfg = _load_config(config, {"sagemaker.region": region})
-    aws = _aws(cfg)
-    cat = _category(category)[0] if category else None
+    cfg, aws, cat = _job_verb(config, region, category)
     view = describe_job(aws, name, cat)
     if as_json:
         typer.echo(
@@ -136,20 +149,16 @@ def jobs_describe(
 
 
 def jobs_stop(
-    name: str = typer.Argument(..., help="Job name or ARN."),
-    category: str = typer.Option(
-        None, "--category", help="training or evaluation (default: try both)."
-    ),
+    name: JobName,
+    category: JobCategory = None,
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-    region: str = typer.Option(None, "--region", help=REGION_HELP),
-    config: Path = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
+    region: Region = None,
+    config: ConfigFile = None,
 ) -> None:
     """Stop a running job (StopJob). Billing stops with it; finished steps stay billed."""
     from agentrft.backends.sagemaker.jobs.lifecycle import describe_job, stop_job
 
-    cfg = _load_config(config, {"sagemaker.region": region})
-    aws = _aws(cfg)
-    cat = _category(category)[0] if category else None
+    _, aws, cat = _job_verb(config, region, category)
     if not yes:
         view = describe_job(aws, name, cat)
         typer.confirm(f"stop {view.category} job {view.name} ({view.status})?", abort=True)

@@ -19,7 +19,7 @@ def _key(name: str, flags: tuple[str, ...], help: str, key: str, **kw: Any) -> C
     return CliOption(name, flags, f"{help} (sagemaker.{key}).", key=f"sagemaker.{key}", **kw)
 
 
-CLI_OPTIONS = [
+CLI_OPTIONS = (
     _key(
         "runtime_arn",
         ("--runtime-arn", "--agent-runtime-arn"),
@@ -115,7 +115,7 @@ CLI_OPTIONS = [
         option="model_package_arn",
         commands=("eval",),
     ),
-]
+)
 
 
 def sagemaker_cli_values(

@@ -15,14 +15,15 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from agentrft.backends.sagemaker.runtime.payload import POLICY_MODEL
 from agentrft.messages import Message
 from agentrft.policy import Policy, Sampling
+from agentrft.testing.replies import ChatRenderer
 
 #: A fault hook: given the request, return (status, message) to fail it, or None.
 FaultHook = Callable[["Recorded"], "tuple[int, str] | None"]
@@ -70,6 +71,8 @@ class LoopbackJobRuntime:
         self.on_chat = on_chat
         self.on_report = on_report
         self.requests: list[Recorded] = []
+        # The fake server's renderer: the same chat.completion JSON the job runtime sends.
+        self._renderer = ChatRenderer(model_name=POLICY_MODEL)
         self._lock = threading.Lock()
         self._seq = 0
         self._server: ThreadingHTTPServer | None = None
@@ -147,7 +150,7 @@ class LoopbackJobRuntime:
         completion = asyncio.run(
             self.policy.complete(messages, body.get("tools") or [], Sampling())
         )
-        return 200, _to_openai(completion.message, completion.finish_reason, body)
+        return 200, self._renderer.render(completion, body)
 
     def answer_report(self, rec: Recorded) -> tuple[int, dict[str, Any]]:
         if self.on_report is not None and (fault := self.on_report(rec)) is not None:
@@ -216,22 +219,3 @@ def _trajectory_of(rec: Recorded) -> str | None:
     if rec.path == "/v1/chat/completions":
         return rec.headers.get("x-amzn-sagemaker-trajectory-id")
     return rec.body.get("TrajectoryId") if isinstance(rec.body, dict) else None
-
-
-def _to_openai(
-    message: Message, finish_reason: str | None, request: dict[str, Any]
-) -> dict[str, Any]:
-    msg = message.to_openai()
-    return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
-        "object": "chat.completion",
-        "model": request.get("model", "default"),
-        "choices": [
-            {
-                "index": 0,
-                "message": msg,
-                "finish_reason": finish_reason or ("tool_calls" if message.tool_calls else "stop"),
-            }
-        ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }
