@@ -97,3 +97,42 @@ async def sft_warmup(
             on_step(step + 1, metrics)
     trainer.reset_optimizer(rl_lr)
     return history
+
+
+async def warmup_adapter(
+    task: Task[Any], config: Any, out: Any, *, prompts: Sequence[str] | None = None
+) -> Any:
+    """Run only the SFT warm-up of `config` (its `local.sft_warmup_steps` on `task`'s expert
+    games, at `local.sft_learning_rate`) and save the adapter to `out`; returns its path.
+
+    A warm-up on one task that then continues on another (`local.adapter`): e.g. the
+    learning tests teach the call format on a variant whose replies hide the answer.
+    """
+    from pathlib import Path
+
+    from agentrft.backends.local.engine import (
+        episode_limits,
+        make_trainer,
+        resolve_model_path,
+        set_cpu_threads,
+    )
+
+    model = resolve_model_path(config)
+    trainer = make_trainer(config, model, max_completion_length=config.sampling_max_tokens,
+                           adapter=config.local.adapter)  # fmt: skip
+    set_cpu_threads(config, trainer.device)
+    if prompts is None:
+        prompts = [r["prompt"] for r in task.make_dataset("train", None, config.seed)]
+    await sft_warmup(
+        task,
+        trainer,
+        ChatTokenizer(trainer.tokenizer),
+        prompts,
+        steps=config.local.sft_warmup_steps,
+        batch_size=config.global_batch_size,
+        learning_rate=config.local.sft_learning_rate,
+        limits=episode_limits(task, config),
+        max_length=config.local.max_sequence_length,
+        curriculum_level=config.local.curriculum_start,
+    )
+    return trainer.save_adapter(Path(out))
