@@ -6,7 +6,7 @@ settings, CPU, one torch thread for both. A step = generation + rewards + loss +
 (+ weight sync for agentrft: save the adapter and load it into the sampler).
 
     .venv/bin/pip install -e '.[local,bench]'
-    .venv/bin/python bench/grpo_step.py [--steps 5] [--size 1m]
+    .venv/bin/python bench/grpo_step.py [--steps 5] [--size 1m] [--device cuda] [--no-trl]
 
 Prints seconds per step for each (the first step of each is a warm-up and not counted)
 and the ratio agentrft / TRL (goal: <= 0.8).
@@ -32,7 +32,9 @@ def count_a_reward(text: str) -> float:
     return float(text.count("a"))
 
 
-async def time_agentrft(model_dir: str, steps: int, run_dir: Path) -> list[float]:
+async def time_agentrft(
+    model_dir: str, steps: int, run_dir: Path, device: str = "cpu"
+) -> list[float]:
     from agentrft import Environment, EpisodeLimits, RewardResult, Task
     from agentrft.backends.local.engine import make_engine, make_trainer, train_sampling
     from agentrft.backends.local.grpo import GRPOLoop
@@ -70,7 +72,7 @@ async def time_agentrft(model_dir: str, steps: int, run_dir: Path) -> list[float
         lora_rank=16,
         lora_alpha=32,
         max_epochs=1000,
-        local={"model": model_dir, "device": "cpu", "micro_batch_size": 16, "cpu_threads": 1,
+        local={"model": model_dir, "device": device, "micro_batch_size": 16, "cpu_threads": 1,
                "tracking": "none", "run_dir": str(run_dir)},
     )  # fmt: skip
     engine = make_engine(config)
@@ -158,20 +160,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=5, help="timed steps (after one warm-up)")
     parser.add_argument("--size", default="1m", choices=["156k", "1m", "5m"])
+    parser.add_argument(
+        "--device", default="cpu", help="agentrft's device (cuda: bf16 base, fp32 LoRA)"
+    )
+    parser.add_argument(
+        "--no-trl", action="store_true", help="time agentrft only (TRL stays on the CPU)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     model_dir = str(ensure_tiny_model(args.size))
     with tempfile.TemporaryDirectory() as tmp:
-        ours = asyncio.run(time_agentrft(model_dir, args.steps, Path(tmp) / "ours"))
-        trl = time_trl(model_dir, args.steps, Path(tmp) / "trl")
-    a, b = statistics.median(ours), statistics.median(trl)
-    print(f"model: tiny {args.size} ({model_dir})")
+        ours = asyncio.run(time_agentrft(model_dir, args.steps, Path(tmp) / "ours", args.device))
+        trl = None if args.no_trl else time_trl(model_dir, args.steps, Path(tmp) / "trl")
+    a = statistics.median(ours)
+    print(f"model: tiny {args.size} ({model_dir}); agentrft on {args.device}")
     print(f"batch: {len(PROMPTS)} prompts x {GROUP} completions, <= {MAX_TOKENS} tokens, LoRA r16")
     print(
         f"agentrft: {a:.3f} s/step (median of {len(ours)}: {', '.join(f'{t:.2f}' for t in ours)})"
     )
-    print(f"TRL:      {b:.3f} s/step (median of {len(trl)}: {', '.join(f'{t:.2f}' for t in trl)})")
-    print(f"ratio agentrft/TRL: {a / b:.2f} (goal <= 0.8)")
+    if trl is not None:
+        b = statistics.median(trl)
+        print(
+            f"TRL:      {b:.3f} s/step (median of {len(trl)}: {', '.join(f'{t:.2f}' for t in trl)})"
+        )
+        print(f"ratio agentrft/TRL: {a / b:.2f} (goal <= 0.8)")
 
 
 if __name__ == "__main__":

