@@ -36,7 +36,10 @@ echo "setup: installing into $VENV (extras: $EXTRAS)"
 if [[ ",$EXTRAS," == *",local,"* ]] && ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
   "${pip[@]}" install "torch==${AGENTRFT_TORCH_VERSION:-2.13.0}" || "${pip[@]}" install "torch>=2.4"
 fi
-args=(-e ".[${EXTRAS}]")
+# compat editable mode: a plain path entry for src/ (setuptools' default is an import hook,
+# since templates/ is mapped into the package, and mypy, used on plugins, cannot follow a
+# hook). new-task then reads the checkout's templates/ directly.
+args=(--config-settings editable_mode=compat -e ".[${EXTRAS}]")
 for p in "${PLUGINS[@]}"; do
   [ -f "$p/pyproject.toml" ] && args+=(-e "$p")
 done

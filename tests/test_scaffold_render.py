@@ -171,25 +171,6 @@ def test_the_rendered_plugin_is_lint_and_type_clean(tmp_path, check):
     text = "\n".join(p.read_text() for p in made.rglob("*.py"))
     assert "type: ignore" not in text and "_run_sync" not in text
     result = subprocess.run(
-        [sys.executable, "-m", *check],
-        cwd=made,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=_mypy_env(),
+        [sys.executable, "-m", *check], cwd=made, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stdout + result.stderr
-
-
-def _mypy_env() -> dict[str, str]:
-    """An editable install of agentrft made after its templates became package data is
-    served by setuptools' import hook, which mypy cannot follow (it reads no .pth finder):
-    point MYPYPATH at agentrft's source then, as docs/write-a-task.md tells a user to. A
-    regular install lives in site-packages, which mypy finds itself and refuses in MYPYPATH."""
-    import agentrft
-
-    env = dict(os.environ)
-    root = Path(agentrft.__file__).resolve().parents[1]
-    if root.name not in ("site-packages", "dist-packages"):
-        env["MYPYPATH"] = str(root)
-    return env
