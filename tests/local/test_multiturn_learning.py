@@ -12,8 +12,9 @@ the answer's tokens are trained with the advantage of an episode whose deciding 
 in the tool reply, two turns and a masked span away. A bug in sequences, masks, advantages
 or logprob alignment across turns leaves it at chance.
 
-Negative control: the same run with a reward computed against a code drawn per row without
-looking at the reply (rewards that carry no information about it): it must stay at chance.
+Negative control: the same run with a reward scored against a code drawn afresh for every
+episode, without looking at the reply (the real task's rewards, shuffled): it must stay at
+chance.
 
 Why the task looks the way it does (measured here, 1M-parameter random-init model):
 - the code is written 8 times, so it is most of the reply: written once, the tiny model
@@ -25,10 +26,15 @@ Why the task looks the way it does (measured here, 1M-parameter random-init mode
   unbalanced batches GRPO drifts to always giving one letter, which no later group can
   correct (each group's rewards are then all equal).
 
-Thresholds, from seeds 0, 1, 2 of the exact setting below: held-out success after GRPO
-0.84 / 0.84 / 0.84 and 0.4-0.5 before; the control after GRPO 0.41-0.50. The positive bar
-(0.70) is 3.2 standard errors of a 32-row chance rate above 0.5; the control's (0.66) is
-the same distance above chance that a reply-blind policy cannot reach but by luck (p < 0.01).
+Measured with exactly these settings (64 held-out rows, 2 CPU cores, ~80-100 s a run):
+held-out success before -> after GRPO, seed 0: 0.47 -> 0.95, seed 1: 0.45 -> 0.88, seed 2:
+0.33 -> 0.80 (0.80 with the AVX2 kernels too); the control, seed 0: 0.50 -> 0.45, seed 2:
+0.39 -> 0.44. (With 40 steps: 0.84 / 0.84 / 0.77 / 0.86 for seeds 0-3.)
+
+One bar for both, BAR = 0.66: any policy that does not read the reply is right with
+probability 0.5 exactly (each code is half of the held-out rows and every prompt is the
+same), so 0.66 of 64 rows is 2.6 standard errors above it (p < 0.005 by luck). The trained
+runs' worst is 0.80, 2.3 of their own standard errors (0.05) above the bar.
 """
 
 from __future__ import annotations
@@ -51,9 +57,7 @@ from .conftest import tiny_config
 #: One training batch: every (code, decoy) pair twice.
 TRAIN_ROWS = 4
 HELD_OUT = 64
-SUCCESS_AFTER = 0.70
-CONTROL_AFTER = 0.66
-CHANCE = 0.5
+BAR = 0.66
 
 
 class TextRelay(CodeRelayTask):
@@ -101,7 +105,7 @@ async def _run(tmp_path: Any, seed: int, reward_fn: Any = None) -> tuple[float, 
     config = _settings(
         tmp_path,
         seed=seed,
-        max_steps=40,
+        max_steps=60,
         learning_rate=2e-3,
         **{
             "local.adapter": str(warm),
@@ -118,8 +122,8 @@ async def _run(tmp_path: Any, seed: int, reward_fn: Any = None) -> tuple[float, 
 @pytest.mark.slow
 async def test_grpo_alone_learns_what_an_earlier_tool_reply_shows(tmp_path):
     before, after = await _run(tmp_path, seed=0)
-    assert before < SUCCESS_AFTER - 0.1, before  # the warm-up left it near chance
-    assert after >= SUCCESS_AFTER, (before, after)
+    assert before < BAR, before  # the warm-up left it at chance: it never saw a code
+    assert after >= BAR, (before, after)
 
 
 @pytest.mark.slow
@@ -137,4 +141,4 @@ async def test_control_rewards_that_ignore_the_reply_teach_nothing(tmp_path):
         return task.tiers.score("correct" if env.submitted == code else "wrong")
 
     _, after = await _run(tmp_path, seed=0, reward_fn=blind_reward)
-    assert after < CONTROL_AFTER, after
+    assert after < BAR, after
