@@ -11,6 +11,7 @@ from agentrft.config import (
     Config,
     ConfigError,
     dump_config,
+    episode_limits,
     load_config,
     read_config_file,
 )
@@ -192,3 +193,16 @@ def test_a_backend_section_may_not_take_a_core_name() -> None:
 
     with pytest.raises(ConfigError, match="backend 'eval' cannot own a config section"):
         config_model({"eval": Bad})
+
+
+def test_episode_limits_put_the_set_keys_over_the_tasks_own() -> None:
+    from agentrft.testing import FindNumberTask
+
+    task = FindNumberTask()
+    assert episode_limits(task, Config()) == task.limits
+    merged = episode_limits(task, load_config(overrides=["limits.max_turns=2"]))
+    assert merged.max_turns == 2
+    assert (merged.max_tool_calls, merged.timeout_s) == (
+        task.limits.max_tool_calls,
+        task.limits.timeout_s,
+    )

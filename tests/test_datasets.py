@@ -14,8 +14,11 @@ from agentrft.datasets import (
     prompts_from_rows,
     read_prompts,
     read_rows,
+    task_prompts,
     write_rows,
 )
+from agentrft.task import TaskInputError
+from agentrft.testing import FindNumberTask
 
 ROWS = [
     {"prompt": '{"secret": 3, "low": 1, "high": 9}', "split": "train"},
@@ -167,3 +170,37 @@ def test_byte_order_mark_and_long_csv_fields(tmp_path: Path) -> None:
     jl = tmp_path / "bom.jsonl"
     jl.write_bytes('\ufeff{"prompt": "a"}\n'.encode())
     assert read_prompts(jl) == ["a"]
+
+
+class _MadeRows(FindNumberTask):
+    """find_number that makes the rows it is given (or none at all)."""
+
+    def __init__(self, rows: list[dict] | None) -> None:
+        self.rows = rows
+
+    def make_dataset(self, split: str, n: int | None, seed: int) -> list[dict]:
+        if self.rows is None:
+            raise TaskInputError(f"task {self.name!r} does not generate datasets")
+        return self.rows
+
+
+def test_task_prompts_checks_made_rows_as_strictly_as_file_rows(tmp_path: Path) -> None:
+    made = _MadeRows([{"prompt": "a"}, {"prompt": {"secret": 3}}])
+    with pytest.raises(DatasetError, match="split 'train': row 2: the 'prompt' value must be"):
+        task_prompts(made, data=None, split="train", n=None, seed=0)
+    with pytest.raises(DatasetError, match="split 'train': row 1 has no 'prompt' value"):
+        task_prompts(_MadeRows([{"prompt": None}]), data=None, split="train", n=None, seed=0)
+    # A file wins over the task's rows, and `n` keeps its first rows.
+    path = tmp_path / "rows.jsonl"
+    write_rows([{"prompt": "x"}, {"prompt": "y"}, {"prompt": "z"}], path)
+    assert task_prompts(made, data=path, split="train", n=2, seed=0) == ["x", "y"]
+
+
+def test_task_prompts_names_the_way_to_give_rows_when_a_task_makes_none() -> None:
+    none = _MadeRows(None)
+    with pytest.raises(TaskInputError, match=r"datasets; give rows with --data FILE \(JSONL"):
+        task_prompts(none, data=None, split="validation", n=None, seed=0)
+    with pytest.raises(TaskInputError, match="give rows with --set train_dataset=FILE"):
+        task_prompts(
+            none, data=None, split="train", n=None, seed=0, data_flag="--set train_dataset=FILE"
+        )

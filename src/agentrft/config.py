@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -38,6 +38,9 @@ from agentrft.config_files import (
     yaml_error_line,
 )
 
+if TYPE_CHECKING:
+    from agentrft.task import EpisodeLimits, Task
+
 __all__ = [
     "MAX_CONFIG_BYTES",
     "MAX_INT_CHARS",
@@ -54,6 +57,7 @@ __all__ = [
     "config_model",
     "default_config",
     "dump_config",
+    "episode_limits",
     "explain_validation",
     "load_config",
     "load_yaml",
@@ -253,6 +257,13 @@ class Config(Section):
 
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
+
+
+def episode_limits(task: Task[Any, Any], config: Config) -> EpisodeLimits:
+    """The limits `task`'s episodes run under: the task's own `limits` with every key the
+    config's `limits` section sets on top (one merge for the CLI and every backend)."""
+    update = {k: v for k, v in config.limits.model_dump().items() if v is not None}
+    return task.limits.model_copy(update=update)
 
 
 #: Top-level hyperparameters, in the managed service's vocabulary.

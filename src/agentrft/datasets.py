@@ -23,7 +23,12 @@ import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from agentrft.task import TaskInputError
+
+if TYPE_CHECKING:
+    from agentrft.task import Task
 
 Format = Literal["jsonl", "parquet", "csv", "json"]
 FORMATS: tuple[str, ...] = ("jsonl", "parquet", "csv", "json")
@@ -190,6 +195,32 @@ def prompts_from_rows(rows: Sequence[dict[str, Any]], source: str = "dataset") -
 def read_prompts(path: str | Path, fmt: str | None = None) -> list[str]:
     """The prompt string of every row of a dataset file."""
     return prompts_from_rows(read_rows(path, fmt), source=str(path))
+
+
+def task_prompts(
+    task: Task[Any, Any],
+    *,
+    data: str | Path | None,
+    split: str,
+    n: int | None,
+    seed: int,
+    data_flag: str = "--data FILE",
+) -> list[str]:
+    """The prompts a run or an evaluation plays: the rows of the dataset file `data` (its
+    first `n`), else the rows `task` makes for `split`. Either way every row is checked the
+    same way (`prompts_from_rows`): the one row loader of the CLI and the backends.
+
+    A task that makes no rows fails with a `TaskInputError` naming `data_flag`, the way
+    the caller takes a file instead (`--data FILE`, `--set train_dataset=FILE`).
+    """
+    if data:
+        prompts = read_prompts(data)
+        return prompts[:n] if n else prompts
+    try:
+        rows = task.make_dataset(split, n, seed)
+    except TaskInputError as exc:
+        raise TaskInputError(f"{exc}; give rows with {data_flag} (JSONL, Parquet, CSV)") from None
+    return prompts_from_rows(rows, source=f"task {task.name!r} split {split!r}")
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""Helpers shared by the CLI commands: tasks, rewards, rows, limits, policy options."""
+"""Helpers shared by the CLI commands: tasks, rewards, policy options (rows and limits come
+from the core: `agentrft.datasets.task_prompts`, `agentrft.config.episode_limits`)."""
 
 import asyncio
 import math
@@ -12,9 +13,8 @@ from rich.console import Console
 
 from agentrft.cli.errors import CliError
 from agentrft.config import Config
-from agentrft.datasets import prompts_from_rows, read_prompts
 from agentrft.plugins import get_plugins
-from agentrft.task import EpisodeLimits, Task
+from agentrft.task import Task
 
 T = TypeVar("T")
 
@@ -49,17 +49,6 @@ def load_reward(name: str | None, task: Task[Any, Any]) -> Any:
     return get_plugins().reward(name, task.name)
 
 
-def task_prompts(
-    task: Task[Any, Any], *, data: Path | None, split: str, n: int | None, seed: int
-) -> list[str]:
-    """Prompts from `--data FILE` (first `n` rows), else made by the task for `split`."""
-    if data is not None:
-        prompts = read_prompts(data)
-        return prompts[:n] if n else prompts
-    rows = task.make_dataset(split, n, seed)
-    return prompts_from_rows(rows, source=f"task {task.name!r} split {split!r}")
-
-
 def finite(value: Any) -> Any:
     """typer callback: refuse nan and inf, which click's FloatRange lets through."""
     values = value if isinstance(value, (list, tuple)) else [value]
@@ -67,16 +56,6 @@ def finite(value: Any) -> Any:
         if v is not None and not math.isfinite(v):
             raise typer.BadParameter(f"must be a finite number, got {v}")
     return value
-
-
-def episode_limits(
-    task: Task[Any, Any], config: Config, max_turns: int | None = None
-) -> EpisodeLimits:
-    """The task's limits with the config's `limits` section (and `--max-turns`) on top."""
-    update = {k: v for k, v in config.limits.model_dump().items() if v is not None}
-    if max_turns is not None:
-        update["max_turns"] = max_turns
-    return task.limits.model_copy(update=update)
 
 
 def parse_headers(items: list[str] | None) -> dict[str, str]:

@@ -17,11 +17,11 @@ from agentrft.cli.common import (
     SET_HELP,
     TASK_HELP,
     echo,
-    episode_limits,
     load_backend,
     load_task,
 )
 from agentrft.cli.errors import CliError, error_console, handle_errors
+from agentrft.config import episode_limits
 
 
 class ConfigFormat(str, Enum):

@@ -28,7 +28,6 @@ from agentrft.cli.common import (
     SetOpt,
     TaskOpt,
     console,
-    episode_limits,
     finite,
     load_backend,
     load_reward,
@@ -37,10 +36,10 @@ from agentrft.cli.common import (
     resolve_cli_policy,
     resolve_config,
     run_async,
-    task_prompts,
 )
 from agentrft.cli.errors import CliError
-from agentrft.config import Config
+from agentrft.config import Config, episode_limits
+from agentrft.datasets import task_prompts
 
 POLICY = "eval --policy"
 
