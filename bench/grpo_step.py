@@ -36,9 +36,10 @@ async def time_agentrft(
     model_dir: str, steps: int, run_dir: Path, device: str = "cpu"
 ) -> list[float]:
     from agentrft import Environment, EpisodeLimits, RewardResult, Task
-    from agentrft.backends.local.engine import make_engine, make_trainer, train_sampling
+    from agentrft.backends.local.engine import make_engine, train_sampling
     from agentrft.backends.local.grpo import GRPOLoop
     from agentrft.backends.local.run import RunDir
+    from agentrft.backends.local.trainer import make_trainer
     from agentrft.config import Config
 
     class TextEnv(Environment):

@@ -23,10 +23,21 @@ from .conftest import TORCH_THREADS, CountA, FruitGuess
 TINY = ["--set", "local.tiny_model=156k", "--set", f"local.cpu_threads={TORCH_THREADS}"]
 
 
+class BadRow(FruitGuess):
+    """fruit_guess whose second made row holds a number where the prompt string goes."""
+
+    name = "bad_row"
+
+    def make_dataset(self, split: str, n: int | None, seed: int) -> list[dict[str, Any]]:
+        rows = super().make_dataset(split, n, seed)
+        rows[1]["prompt"] = 7
+        return rows
+
+
 class LocalTasks:
     @hookimpl
     def agentrft_tasks(self) -> list[type]:
-        return [CountA, FruitGuess]
+        return [CountA, FruitGuess, BadRow]
 
 
 @pytest.fixture
@@ -52,6 +63,22 @@ def test_train_data_names_the_rows_and_the_dry_run_shows_them(cli: Any, tmp_path
     missing = cli("train", "--task", "count_a", "--data", str(tmp_path / "none.jsonl"), *TINY,
                   "--set", f"local.run_dir={tmp_path / 'runs'}")  # fmt: skip
     assert missing.exit_code == 1 and "none.jsonl" in missing.output
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_core_and_the_local_backend_refuse_a_bad_row_alike(cli: Any, tmp_path: Path) -> None:
+    """One row loader: `eval --policy` (the core's own loop) and `eval --backend local` refuse
+    the same made row with the same message; `train` refuses its train split's copy of it
+    before a run directory or a model exists."""
+    bad = "task 'bad_row' split '{}': row 2: the 'prompt' value must be a string, got int (7)"
+    core = cli("eval", "--task", "bad_row", "--policy", "expert")
+    local = cli("eval", "--task", "bad_row", "--backend", "local", *TINY)
+    train = cli("train", "--task", "bad_row", "--backend", "local", *TINY,
+                "--set", f"local.run_dir={tmp_path / 'runs'}")  # fmt: skip
+    assert [r.exit_code for r in (core, local, train)] == [1, 1, 1]
+    assert bad.format("validation") in core.output
+    assert local.output == core.output
+    assert bad.format("train") in train.output
     assert not (tmp_path / "runs").exists()
 
 

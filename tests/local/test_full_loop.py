@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 
 from agentrft import Sampling
-from agentrft.backends.local.engine import episode_limits, make_engine, make_trainer, train_sampling
+from agentrft.backends.local.engine import make_engine, train_sampling
 from agentrft.backends.local.grpo import GRPOLoop
 from agentrft.backends.local.run import RunDir
 from agentrft.backends.local.sequences import trajectory_sequences
 from agentrft.backends.local.sft import sft_warmup
+from agentrft.backends.local.trainer import make_trainer
+from agentrft.config import episode_limits
 from agentrft.trajectory import read_trajectories
 
 from .conftest import FRUITS, FruitGuess, tiny_config

@@ -203,8 +203,8 @@ def test_group_size_must_divide_the_rewards():
 
 
 def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
-    from agentrft.backends.local.engine import make_trainer
-    from agentrft.backends.local.trainer import TrainSequence, sequence_logprobs
+    from agentrft.backends.local.sequences import TrainSequence
+    from agentrft.backends.local.trainer import make_trainer, sequence_logprobs
     from agentrft.config import validate_config
 
     # In float64. The two paths add the rows' gradients of the shared head at different
@@ -250,8 +250,8 @@ def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
 
 
 def test_trainer_step_with_kl_reports_it_and_moves_the_adapter(tiny_156k):
-    from agentrft.backends.local.engine import make_trainer
-    from agentrft.backends.local.trainer import TrainSequence
+    from agentrft.backends.local.sequences import TrainSequence
+    from agentrft.backends.local.trainer import make_trainer
     from agentrft.config import validate_config
 
     config = validate_config(
@@ -270,8 +270,8 @@ def test_trainer_step_with_kl_reports_it_and_moves_the_adapter(tiny_156k):
 
 
 def test_kl_reference_is_the_policy_rl_starts_from(tiny_156k):
-    from agentrft.backends.local.engine import make_trainer
-    from agentrft.backends.local.trainer import TrainSequence
+    from agentrft.backends.local.sequences import TrainSequence
+    from agentrft.backends.local.trainer import make_trainer
     from agentrft.config import validate_config
 
     config = validate_config(
@@ -347,8 +347,8 @@ def test_turn_credit_lands_on_its_turns_tokens():
 
 
 def test_trainer_per_token_advantages_align_with_the_tokens_they_score(tiny_156k):
-    from agentrft.backends.local.engine import make_trainer
-    from agentrft.backends.local.trainer import TrainSequence
+    from agentrft.backends.local.sequences import TrainSequence
+    from agentrft.backends.local.trainer import make_trainer
     from agentrft.config import validate_config
 
     config = validate_config(

@@ -1,4 +1,5 @@
-"""Config -> the parts of a local run: model path, sampler (vLLM or transformers), trainer.
+"""Config -> the inference side of a local run: model path, device, sampler (vLLM or
+transformers) and chat tokenizer (the trainer is `trainer.make_trainer`).
 
 - `local.model` None on a machine without a GPU: the tiny model is built and cached, and
   the CPU preset (below) fills in hyperparameters the user did not set.
@@ -15,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentrft.backends.local import model_loading
 from agentrft.backends.local.chat_tokens import ChatTokenizer
 from agentrft.backends.local.sampler import TokenSampler
 from agentrft.config import Config
 from agentrft.policy import Sampling
-from agentrft.task import EpisodeLimits, Task
 
 log = logging.getLogger(__name__)
 
@@ -134,9 +135,8 @@ def generation_eos_ids(path: str) -> list[int]:
 
 
 def resolve_device(config: Config) -> str:
-    from agentrft.backends.local.trainer import resolve_device as _resolve
-
-    return _resolve(config.local.device)
+    """`local.device` resolved (`auto`: cuda when torch sees a GPU, else cpu)."""
+    return model_loading.resolve_device(config.local.device)
 
 
 def set_cpu_threads(config: Config, device: str) -> None:
@@ -162,12 +162,6 @@ def resolve_inference(config: Config, device: str) -> str:
         if find_vllm_python(config.local.vllm_python) is not None:
             return "vllm"
     return "transformers"
-
-
-def episode_limits(task: Task[Any], config: Config) -> EpisodeLimits:
-    """The task's limits with the config's overrides."""
-    over = {k: v for k, v in config.limits.model_dump().items() if v is not None}
-    return task.limits.model_copy(update=over)
 
 
 def train_sampling(config: Config) -> Sampling:
@@ -200,8 +194,6 @@ class Engine:
 
 def make_engine(config: Config, model_path: str | None = None) -> Engine:
     """Start the sampler for `config` (a vLLM server when chosen) and load the tokenizer."""
-    from agentrft.backends.local.trainer import load_tokenizer
-
     path = model_path or resolve_model_path(config)
     device = resolve_device(config)
     set_cpu_threads(config, device)
@@ -224,7 +216,7 @@ def make_engine(config: Config, model_path: str | None = None) -> Engine:
         find_vllm_python,
     )
 
-    chat = ChatTokenizer(load_tokenizer(path), eos_token_ids=generation_eos_ids(path))
+    chat = ChatTokenizer(model_loading.load_tokenizer(path), eos_token_ids=generation_eos_ids(path))
     closers: list[Any] = []
     if config.local.vllm_url:
         url = config.local.vllm_url.rstrip("/")
@@ -261,36 +253,3 @@ def _vllm_rank(rank: int) -> int:
         if rank <= allowed:
             return allowed
     return rank
-
-
-def make_trainer(
-    config: Config, model_path: str, *, max_completion_length: int, adapter: str | None = None
-):
-    from agentrft.backends.local.loss import LossSettings
-    from agentrft.backends.local.trainer import LoRATrainer
-
-    return LoRATrainer(
-        model_path,
-        lora_rank=config.lora_rank,
-        lora_alpha=config.lora_alpha,
-        target_modules=config.local.lora_target_modules,
-        lora_dropout=config.local.lora_dropout,
-        learning_rate=config.learning_rate,
-        adam_betas=(config.adam_beta1, config.adam_beta2),
-        weight_decay=config.local.weight_decay,
-        max_grad_norm=config.local.max_grad_norm,
-        micro_batch_size=config.local.micro_batch_size,
-        temperature=config.temperature,
-        loss=LossSettings(
-            loss_fn=config.loss_fn,
-            normalization=config.local.loss_normalization,
-            clip_low_threshold=config.clip_low_threshold,
-            clip_high_threshold=config.clip_high_threshold,
-            kl_beta=config.local.kl_beta,
-        ),
-        max_completion_length=max_completion_length,
-        device=resolve_device(config),
-        dtype=config.local.dtype,
-        adapter_path=adapter,
-        seed=config.seed,
-    )

@@ -78,7 +78,7 @@ class HFSampler:
     def from_pretrained(
         cls, path: str | Path, *, device: str = "cpu", dtype: str = "auto", **kwargs: Any
     ) -> HFSampler:
-        from agentrft.backends.local.trainer import load_model_and_tokenizer
+        from agentrft.backends.local.model_loading import load_model_and_tokenizer
 
         model, tokenizer = load_model_and_tokenizer(str(path), device=device, dtype=dtype)
         return cls(model, tokenizer, **kwargs)

@@ -13,13 +13,33 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentrft.backends.local.chat_tokens import ChatTokenizer
-from agentrft.backends.local.trainer import TrainSequence
 from agentrft.trajectory import Trajectory
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainSequence:
+    """One training sequence: a whole episode as one token stream."""
+
+    token_ids: list[int]
+    #: 1 for ids the policy sampled (trained), 0 for prompt, tool replies, template tokens.
+    mask: list[int]
+    advantage: float = 0.0
+    #: The sampler's logprob for each id (0.0 where mask is 0); diagnostics only.
+    sampler_logprobs: list[float] = field(default_factory=list)
+    #: One advantage per id (per-turn credit), replacing `advantage` where given.
+    token_advantages: list[float] | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.mask) != len(self.token_ids):
+            raise ValueError("mask and token_ids differ in length")
+        if self.token_advantages is not None and len(self.token_advantages) != len(self.token_ids):
+            raise ValueError("token_advantages and token_ids differ in length")
 
 
 def trajectory_sequences(

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentrft.backends.local.chat_tokens import ChatTokenizer
-from agentrft.backends.local.sequences import sft_sequence
-from agentrft.backends.local.trainer import LoRATrainer, TrainSequence
+from agentrft.backends.local.sequences import TrainSequence, sft_sequence
+from agentrft.backends.local.trainer import LoRATrainer
 from agentrft.policy import Sampling
 from agentrft.rollout import run_episodes
 from agentrft.task import EpisodeLimits, Task
@@ -110,19 +110,17 @@ async def warmup_adapter(
     """
     from pathlib import Path
 
-    from agentrft.backends.local.engine import (
-        episode_limits,
-        make_trainer,
-        resolve_model_path,
-        set_cpu_threads,
-    )
+    from agentrft.backends.local.engine import resolve_model_path, set_cpu_threads
+    from agentrft.backends.local.rows import train_prompts
+    from agentrft.backends.local.trainer import make_trainer
+    from agentrft.config import episode_limits
 
     model = resolve_model_path(config)
     trainer = make_trainer(config, model, max_completion_length=config.sampling_max_tokens,
                            adapter=config.local.adapter)  # fmt: skip
     set_cpu_threads(config, trainer.device)
     if prompts is None:
-        prompts = [r["prompt"] for r in task.make_dataset("train", None, config.seed)]
+        prompts = train_prompts(task, config)  # the rows `train` would warm up on
     await sft_warmup(
         task,
         trainer,

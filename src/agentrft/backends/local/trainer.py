@@ -10,80 +10,15 @@ from __future__ import annotations
 import math
 import random
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentrft.backends.local.loss import LossInputs, LossSettings, StepScale, policy_loss
+from agentrft.backends.local.model_loading import load_model_and_tokenizer, resolve_device
+from agentrft.backends.local.sequences import TrainSequence
 
-
-@dataclass
-class TrainSequence:
-    """One training sequence: a whole episode as one token stream."""
-
-    token_ids: list[int]
-    #: 1 for ids the policy sampled (trained), 0 for prompt, tool replies, template tokens.
-    mask: list[int]
-    advantage: float = 0.0
-    #: The sampler's logprob for each id (0.0 where mask is 0); diagnostics only.
-    sampler_logprobs: list[float] = field(default_factory=list)
-    #: One advantage per id (per-turn credit), replacing `advantage` where given.
-    token_advantages: list[float] | None = None
-
-    def __post_init__(self) -> None:
-        if len(self.mask) != len(self.token_ids):
-            raise ValueError("mask and token_ids differ in length")
-        if self.token_advantages is not None and len(self.token_advantages) != len(self.token_ids):
-            raise ValueError("token_advantages and token_ids differ in length")
-
-
-def resolve_device(device: str = "auto") -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
-def resolve_dtype(dtype: str, device: str) -> Any:
-    import torch
-
-    if dtype == "auto":
-        return torch.bfloat16 if device.startswith("cuda") else torch.float32
-    return {
-        "float64": torch.float64,
-        "float32": torch.float32,
-        "bfloat16": torch.bfloat16,
-        "float16": torch.float16,
-    }[dtype]
-
-
-def load_model_and_tokenizer(path: str, *, device: str = "auto", dtype: str = "auto"):
-    """Load a causal LM and its tokenizer from a directory, a model id or a `.gguf` file
-    (de-quantized by transformers; see gguf_model.py)."""
-    from transformers import AutoModelForCausalLM
-    from transformers.utils import logging as hf_logging
-
-    from agentrft.backends.local.gguf_model import from_pretrained_args
-
-    hf_logging.disable_progress_bar()
-    device = resolve_device(device)
-    tokenizer = load_tokenizer(path)
-    source, extra = from_pretrained_args(path)
-    model = AutoModelForCausalLM.from_pretrained(
-        source, dtype=resolve_dtype(dtype, device), **extra
-    )
-    return model.to(device), tokenizer
-
-
-def load_tokenizer(path: str):
-    """The tokenizer (with its chat template) of a model directory, id or `.gguf` file."""
-    from transformers import AutoTokenizer
-
-    from agentrft.backends.local.gguf_model import from_pretrained_args
-
-    source, extra = from_pretrained_args(path)
-    return AutoTokenizer.from_pretrained(source, **extra)
+if TYPE_CHECKING:
+    from agentrft.config import Config
 
 
 def sequence_logprobs(
@@ -452,3 +387,35 @@ class LoRATrainer:
         self.reference = state.get("reference")
         torch.set_rng_state(state["torch_rng"])
         random.setstate(state["python_rng"])
+
+
+def make_trainer(
+    config: Config, model_path: str, *, max_completion_length: int, adapter: str | None = None
+) -> LoRATrainer:
+    """The `LoRATrainer` a run's `config` describes (LoRA, AdamW and loss settings), on
+    `model_path`; `adapter` continues training a saved LoRA adapter instead of a fresh one."""
+    return LoRATrainer(
+        model_path,
+        lora_rank=config.lora_rank,
+        lora_alpha=config.lora_alpha,
+        target_modules=config.local.lora_target_modules,
+        lora_dropout=config.local.lora_dropout,
+        learning_rate=config.learning_rate,
+        adam_betas=(config.adam_beta1, config.adam_beta2),
+        weight_decay=config.local.weight_decay,
+        max_grad_norm=config.local.max_grad_norm,
+        micro_batch_size=config.local.micro_batch_size,
+        temperature=config.temperature,
+        loss=LossSettings(
+            loss_fn=config.loss_fn,
+            normalization=config.local.loss_normalization,
+            clip_low_threshold=config.clip_low_threshold,
+            clip_high_threshold=config.clip_high_threshold,
+            kl_beta=config.local.kl_beta,
+        ),
+        max_completion_length=max_completion_length,
+        device=resolve_device(config.local.device),
+        dtype=config.local.dtype,
+        adapter_path=adapter,
+        seed=config.seed,
+    )

@@ -1,0 +1,60 @@
+"""Loading a model and its tokenizer: the one place both the trainer and the transformers
+sampler read model files from (a directory, a hub id or a `.gguf` file; see gguf_model.py).
+
+torch and transformers are imported inside the functions (they are optional extras).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def resolve_device(device: str = "auto") -> str:
+    """`auto` -> `cuda` when torch sees a GPU, else `cpu`; anything else as given."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def resolve_dtype(dtype: str, device: str) -> Any:
+    """The torch dtype for `local.dtype`: `auto` is bf16 on a GPU, fp32 on CPU."""
+    import torch
+
+    if dtype == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    return {
+        "float64": torch.float64,
+        "float32": torch.float32,
+        "bfloat16": torch.bfloat16,
+        "float16": torch.float16,
+    }[dtype]
+
+
+def load_model_and_tokenizer(path: str, *, device: str = "auto", dtype: str = "auto"):
+    """Load a causal LM and its tokenizer from a directory, a model id or a `.gguf` file
+    (de-quantized by transformers; see gguf_model.py)."""
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    from agentrft.backends.local.gguf_model import from_pretrained_args
+
+    hf_logging.disable_progress_bar()
+    device = resolve_device(device)
+    tokenizer = load_tokenizer(path)
+    source, extra = from_pretrained_args(path)
+    model = AutoModelForCausalLM.from_pretrained(
+        source, dtype=resolve_dtype(dtype, device), **extra
+    )
+    return model.to(device), tokenizer
+
+
+def load_tokenizer(path: str):
+    """The tokenizer (with its chat template) of a model directory, id or `.gguf` file."""
+    from transformers import AutoTokenizer
+
+    from agentrft.backends.local.gguf_model import from_pretrained_args
+
+    source, extra = from_pretrained_args(path)
+    return AutoTokenizer.from_pretrained(source, **extra)
