@@ -137,6 +137,19 @@ def test_dataset_make_writes_the_samples_first_rows(tmp_path: Path) -> None:
     ]
 
 
+def test_dataset_make_prints_the_samples_first_rows() -> None:
+    """The acceptance command exactly: no --output, the rows on stdout as the post prints them."""
+    code = "from agentrft.cli.app import main; main()"
+    args = ["dataset", "make", "--task", "wordle", "--split", "train", "--n", "3"]
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        sample_line(w, f"wordle_train_{i:04d}") for i, w in enumerate(("riser", "swoon", "dirty"))
+    ]
+
+
 def test_splits_follow_the_samples_rule(task: WordleTask) -> None:
     words = sorted(w.upper() for w in answer_words())
     random.Random(42).shuffle(words)

@@ -2,6 +2,7 @@
 group through the `agentrft_cli` hook: `get_group(app, "dataset").command("upload")(fn)`.
 """
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -26,14 +27,27 @@ FORMAT_HELP = f"One of {', '.join(FORMATS)} (default: from the file extension)."
 
 def make(
     task: Annotated[str, typer.Option("--task", "-t", help=TASK_HELP)],
-    output: Annotated[Path, typer.Option("--output", "-o", help="File to write.")],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="File to write (omitted or '-': stdout, JSONL)."),
+    ] = None,
     split: Annotated[str, typer.Option(help="train, validation or test.")] = "train",
     n: Annotated[int | None, typer.Option("--n", min=1, help="Rows (default: the task's).")] = None,
     seed: Annotated[int, typer.Option(help="Seed: the same seed makes the same rows.")] = 42,
     fmt: Annotated[str | None, typer.Option("--format", "-f", help=FORMAT_HELP)] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
 ) -> None:
-    """Write a split of TASK's rows ({"prompt": ...}) to a JSONL, Parquet, CSV or JSON file."""
+    """Write a split of TASK's rows ({"prompt": ...}) to a JSONL, Parquet, CSV or JSON file,
+    or print them as JSONL."""
+    if output is None or str(output) == "-":
+        if fmt not in (None, "jsonl"):
+            raise CliError(f"--format {fmt} needs a file: pass --output FILE (stdout is JSONL)")
+        the_task = load_task(task)
+        rows = the_task.make_dataset(split, n, seed)
+        prompts_from_rows(rows, source=f"task {task!r} split {split!r}")
+        # Plain stdout, not the rich console: the lines must be the rows byte for byte.
+        typer.echo("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), nl=False)
+        return
     fmt = detect_format(output, fmt)
     if output.exists() and not force:
         raise CliError(f"{output} already exists; pass --force to overwrite it")
