@@ -72,7 +72,7 @@ class OtherReinforcePlugin:
         ("local.loss_normalization=mean", "local.loss_normalization 'mean' is not one"),
         (
             "advantage_method=rloo",
-            "advantage_method 'rloo' is not one the local backend knows; registered: group_based",
+            "advantage_method 'rloo' is not one the local backend knows; registered: group_based, group_based_per_turn",
         ),
     ],
 )

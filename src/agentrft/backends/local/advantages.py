@@ -96,3 +96,98 @@ def turn_penalty_credit(
         mean = -sum(turns) / len(turns) if turns else 0.0
         out.extend([weight * ((-1.0 if f else 0.0) - mean) for f in rollout] for rollout in group)
     return out
+
+
+# -- per-turn credit ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TurnAdvantages:
+    """Per-turn advantages of a step, one entry per rollout (rollouts in group order)."""
+
+    #: One advantage per turn of the rollout, or None where the rollout fell back to its
+    #: episode advantage (it had no usable per-turn rewards).
+    turns: list[list[float] | None]
+    #: The episode advantage of every rollout (group_based over the totals): what a
+    #: fallen-back rollout trains with.
+    episode: list[float]
+    #: Fraction of groups in which every advantage (per-turn and fallback) is 0.
+    zero_variance_fraction: float
+    #: Fraction of rollouts that fell back to the episode advantage.
+    fallback_fraction: float
+
+
+#: advantage_method names that credit each turn with its own reward (`RewardResult.per_turn`).
+PER_TURN_METHODS: frozenset[str] = frozenset({"group_based_per_turn"})
+
+
+@register_advantage("group_based_per_turn")
+def _group_based_per_turn_episodes(
+    rewards: Sequence[float], group_size: int, scale: bool = True
+) -> Advantages:
+    # The episode-level half of group_based_per_turn: what a rollout without usable per-turn
+    # rewards trains with (GRPO over the totals). The per-turn half is group_per_turn.
+    return group_based(rewards, group_size, scale)
+
+
+def group_per_turn(
+    per_turn: Sequence[Sequence[float] | None],
+    totals: Sequence[float],
+    group_size: int,
+    scale: bool = True,
+) -> TurnAdvantages:
+    """`advantage_method=group_based_per_turn`: turn t of a rollout is compared with turn t of
+    the other rollouts of its group.
+
+    `A_i,t = (r_i,t - mean_t) / (std_t + 1e-4)`, the mean and the Bessel-corrected std taken
+    over the rollouts of the group that have a turn t with a per-turn reward (`scale=False`:
+    `r_i,t - mean_t`, Dr.GRPO). A turn position that fewer than two rollouts of the group
+    reach, or whose rewards are all equal, gives 0 (nothing to compare it with), like a
+    zero-variance group in `group_based`.
+
+    `per_turn[i]` is rollout i's one reward per policy call, or None when it has none usable
+    (the caller checks the length against the rollout's turns): such a rollout gets its
+    episode advantage (`group_based` over `totals`, the whole group) on every turn and does
+    not enter the per-turn statistics.
+    """
+    if len(per_turn) != len(totals):
+        raise ValueError(f"{len(per_turn)} per-turn entries for {len(totals)} rollouts")
+    episode = group_based(totals, group_size, scale)
+    turns: list[list[float] | None] = []
+    flat = 0
+    for start in range(0, len(totals), group_size):
+        group = per_turn[start : start + group_size]
+        depth = max((len(r) for r in group if r is not None), default=0)
+        by_position: list[list[float]] = []
+        for t in range(depth):
+            column = [float(r[t]) for r in group if r is not None and len(r) > t]
+            if len(column) < 2 or all(v == column[0] for v in column):
+                by_position.append([])  # marks "every rollout gets 0 at this turn"
+                continue
+            mean = sum(column) / len(column)
+            std = math.sqrt(sum((v - mean) ** 2 for v in column) / (len(column) - 1))
+            by_position.append([mean, std + STD_EPS if scale else 1.0])
+        group_turns: list[list[float] | None] = []
+        for r in group:
+            if r is None:
+                group_turns.append(None)
+                continue
+            values = []
+            for t, v in enumerate(r):
+                stats = by_position[t]
+                values.append((float(v) - stats[0]) / stats[1] if stats else 0.0)
+            group_turns.append(values)
+        turns.extend(group_turns)
+        signal = any(
+            any(a != 0.0 for a in adv) if adv is not None else episode.values[start + k] != 0.0
+            for k, adv in enumerate(group_turns)
+        )
+        flat += not signal
+    groups = len(totals) // group_size
+    fallback = sum(t is None for t in turns)
+    return TurnAdvantages(
+        turns,
+        episode.values,
+        flat / groups if groups else 0.0,
+        fallback / len(turns) if turns else 0.0,
+    )

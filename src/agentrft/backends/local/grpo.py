@@ -24,12 +24,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentrft.backends.local.advantages import compute_advantages, turn_penalty_credit
+from agentrft.backends.local.advantages import (
+    PER_TURN_METHODS,
+    compute_advantages,
+    group_per_turn,
+    turn_penalty_credit,
+)
 from agentrft.backends.local.chat_tokens import TokenPolicy
 from agentrft.backends.local.engine import Engine
 from agentrft.backends.local.health import HealthMonitor, format_faults, rollout_health
 from agentrft.backends.local.run import RunDir, Tracker
-from agentrft.backends.local.sequences import trajectory_sequences
+from agentrft.backends.local.sequences import TrainSequence, trajectory_sequences
 from agentrft.backends.local.trainer import LoRATrainer
 from agentrft.backends.local.view import LiveView
 from agentrft.config import Config
@@ -87,6 +92,39 @@ def learning_rate_at(config: Config, step: int) -> float:
     if warmup and step < warmup:
         return config.learning_rate * step / warmup
     return config.learning_rate
+
+
+def usable_per_turn(traj: Trajectory) -> tuple[list[float] | None, str | None]:
+    """The rollout's per-turn rewards for per-turn credit, or (None, why not).
+
+    Usable means what the SageMaker runtime also requires before it reports a list: one
+    finite value per policy call (`len(traj.turns)`); any other list would credit the wrong
+    turns, so the rollout trains with its episode advantage instead.
+    """
+    per_turn = traj.reward.per_turn if traj.reward is not None else None
+    if not per_turn:
+        return None, "no per_turn rewards"
+    if len(per_turn) != len(traj.turns):
+        return None, f"{len(per_turn)} per-turn rewards for {len(traj.turns)} policy calls"
+    values = [float(v) for v in per_turn]
+    if not all(math.isfinite(v) for v in values):
+        return None, "a per-turn reward is not finite"
+    return values, None
+
+
+def rollout_sequences(
+    traj: Trajectory,
+    episode_advantage: float,
+    turn_advantages: list[float] | None,
+    format_credit: list[float] | None,
+) -> list[TrainSequence]:
+    """A rollout's training sequences: each turn's tokens carry the turn's own advantage when
+    it has one (per-turn credit), else the episode's; format credit adds to either."""
+    if turn_advantages is None:
+        return trajectory_sequences(traj, episode_advantage, format_credit)
+    if format_credit is not None:
+        turn_advantages = [a + c for a, c in zip(turn_advantages, format_credit, strict=True)]
+    return trajectory_sequences(traj, 0.0, turn_advantages)
 
 
 def step_seed(seed: int, step: int) -> int:
@@ -200,10 +238,39 @@ class GRPOLoop:
             method=cfg.advantage_method,
             scale=cfg.local.scale_rewards,
         )
+        # Per rollout, one advantage per turn (per-turn credit), or None: the episode's.
+        turn_adv: list[list[float] | None] = [None] * len(trajs)
+        fallback = 0.0
+        zero_var = adv.zero_variance_fraction
+        if cfg.advantage_method in PER_TURN_METHODS:
+            per_turn = [usable_per_turn(t) for t in trajs]
+            pt = group_per_turn(
+                [values for values, _ in per_turn],
+                rewards,
+                cfg.group_size,
+                scale=cfg.local.scale_rewards,
+            )
+            turn_adv, fallback, zero_var = pt.turns, pt.fallback_fraction, pt.zero_variance_fraction
+            problems = Counter(problem for _, problem in per_turn if problem)
+            if problems:
+                log.warning(
+                    "step %d: %d of %d rollouts train with their episode advantage under "
+                    "advantage_method=%s (%s); return RewardResult.per_turn with one value "
+                    "per policy call to credit each turn",
+                    step,
+                    sum(problems.values()),
+                    len(trajs),
+                    cfg.advantage_method,
+                    "; ".join(f"{n}x {why}" for why, n in problems.most_common(3)),
+                )
         admitted = [True] * len(trajs)
         if cfg.local.drop_zero_variance_groups:
+            signal = [
+                any(a != 0.0 for a in ta) if ta is not None else a0 != 0.0
+                for ta, a0 in zip(turn_adv, adv.values, strict=True)
+            ]
             admitted = [
-                any(a != 0.0 for a in adv.values[g : g + cfg.group_size])
+                any(signal[g : g + cfg.group_size])
                 for g in range(0, len(trajs), cfg.group_size)
                 for _ in range(cfg.group_size)
             ]
@@ -215,9 +282,9 @@ class GRPOLoop:
                 admitted = [ok or any(c != 0.0 for c in credit[i]) for i, ok in enumerate(admitted)]
         seqs = [
             s
-            for t, a, c, ok in zip(trajs, adv.values, credit, admitted, strict=True)
+            for t, a, ta, c, ok in zip(trajs, adv.values, turn_adv, credit, admitted, strict=True)
             if ok
-            for s in trajectory_sequences(t, a, c)
+            for s in rollout_sequences(t, a, ta, c)
         ]
         probe = self._probe_prompt(trajs) if cfg.local.sync_check else None
         probe_before = await self._probe_sample(probe) if probe else None
@@ -227,8 +294,10 @@ class GRPOLoop:
         sync_s = await self.sync(step)
         self.step = step
 
-        metrics = self._metrics(trajs, rewards, adv.zero_variance_fraction, rollout_s)
-        metrics.update(rollout_health(trajs, adv.zero_variance_fraction))
+        metrics = self._metrics(trajs, rewards, zero_var, rollout_s)
+        metrics.update(rollout_health(trajs, zero_var))
+        if cfg.advantage_method in PER_TURN_METHODS:
+            metrics["analysis/per_turn_fallback"] = fallback
         metrics["analysis/dropped_groups"] = admitted.count(False) / cfg.group_size
         metrics["learning_rate"] = learning_rate_at(cfg, step)
         if cfg.local.curriculum_start or cfg.local.curriculum_end:
