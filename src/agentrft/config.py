@@ -175,8 +175,10 @@ class Config(Section):
     advantage_method: str = Field(
         "group_based",
         description="Advantage estimator: group_based is GRPO's (r - mean) / std over the "
-        "group [doc]; the service offers more (rloo, group_based_per_turn, ...), the local "
-        "engine its registry (agentrft_advantages adds to it).",
+        "group [doc]; group_based_per_turn trains each turn on its own reward "
+        "(RewardResult.per_turn), compared with the same turn of the group, on both "
+        "backends; the service offers more (rloo, ...), the local engine its registry "
+        "(agentrft_advantages adds to it).",
     )
     loss_fn: str = Field(
         "ppo",

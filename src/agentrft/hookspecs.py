@@ -62,7 +62,8 @@ def agentrft_loss_normalizations() -> dict[str, Any]:
 @hookspec
 def agentrft_advantages() -> dict[str, Any]:
     """Return advantage estimators, `{name: fn(rewards, group_size, scale) -> Advantages}`,
-    that `advantage_method: NAME` selects in the local engine (built in: `group_based`)."""
+    that `advantage_method: NAME` selects in the local engine (built in: `group_based`, and
+    `group_based_per_turn`, which credits each turn from `RewardResult.per_turn`)."""
     return {}
 
 

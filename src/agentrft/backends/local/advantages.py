@@ -2,6 +2,8 @@
 
 A registry keyed by the managed service's `advantage_method` names, so adding a variant is
 one decorated function. Rollouts of a group are consecutive: `rewards[g*G:(g+1)*G]`.
+`group_based_per_turn` (in `PER_TURN_METHODS`) also has a per-turn half, `group_per_turn`:
+one advantage per turn from `RewardResult.per_turn`.
 """
 
 from __future__ import annotations
