@@ -17,6 +17,7 @@ from agentrft.config import Config, Section
 from agentrft.environment import Environment
 from agentrft.evaluation import EvalReport, evaluate
 from agentrft.hookspecs import hookimpl
+from agentrft.judges import JudgeVerdict, RubricJudge, ScriptedJudge
 from agentrft.messages import Message, ToolCall
 from agentrft.policies.scripted import ScriptedPolicy, call, replay_policy
 from agentrft.policy import Completion, Policy, PolicyError, Sampling
@@ -53,6 +54,7 @@ __all__ = [
     "EvalResult",
     "Failure",
     "FailureKind",
+    "JudgeVerdict",
     "Message",
     "NamedReward",
     "Policy",
@@ -60,7 +62,9 @@ __all__ = [
     "RewardCheckReport",
     "RewardResult",
     "RewardSample",
+    "RubricJudge",
     "Sampling",
+    "ScriptedJudge",
     "ScriptedPolicy",
     "Section",
     "Task",

@@ -62,6 +62,18 @@ class ToolCallStats(BaseModel):
     )
 
 
+class JudgeStats(BaseModel):
+    """Judge calls summed over a report's episodes, from the rewards' `judge_*` components
+    (`agentrft.judges.JudgeVerdict.components`)."""
+
+    episodes: int = Field(0, description="Episodes whose reward asked a judge.")
+    failed: int = Field(0, description="Of those, episodes scored with the judge's fallback.")
+    cached: int = Field(0, description="Of those, verdicts served from the cache (no request).")
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = Field(0.0, description="At the judge's prices (0 when none were given).")
+
+
 class EvalReport(BaseModel):
     """Metrics of one evaluation run (one policy at one temperature)."""
 
@@ -107,6 +119,9 @@ class EvalReport(BaseModel):
     stop_reasons: dict[str, int] = Field(default_factory=dict)
     prompt_tokens: int | None = Field(None, description="None when the policy reports none.")
     completion_tokens: int | None = None
+    judge: JudgeStats | None = Field(
+        None, description="Judge tokens, cost and failures; None when no reward used a judge."
+    )
     wall_s: float = 0.0
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -134,7 +149,16 @@ class EvalReport(BaseModel):
         by_tool: Counter[str] = Counter()
         calls: list[int] = []
         prompt_tokens = completion_tokens = 0
+        judge = JudgeStats()
         for t in trajectories:
+            comps = t.reward.components if t.reward else {}
+            if "judge_score" in comps:
+                judge.episodes += 1
+                judge.failed += comps.get("judge_failed", 0.0) > 0
+                judge.cached += comps.get("judge_cached", 0.0) > 0
+                judge.prompt_tokens += int(comps.get("judge_prompt_tokens", 0.0))
+                judge.completion_tokens += int(comps.get("judge_completion_tokens", 0.0))
+                judge.cost_usd += comps.get("judge_cost_usd", 0.0)
             ok = is_solved(t, success_threshold)
             key = t.metadata.get("row", t.prompt)
             groups.setdefault(key, []).append(ok)
@@ -195,6 +219,7 @@ class EvalReport(BaseModel):
             stop_reasons=dict(stops.most_common()),
             prompt_tokens=prompt_tokens or None,
             completion_tokens=completion_tokens or None,
+            judge=judge if judge.episodes else None,
             wall_s=wall_s,
             metadata=dict(metadata or {}),
         )
@@ -247,6 +272,16 @@ class EvalReport(BaseModel):
                 (
                     "tokens",
                     f"prompt {self.prompt_tokens or 0}, completion {self.completion_tokens or 0}",
+                )
+            )
+        if self.judge is not None:
+            j = self.judge
+            rows.append(
+                (
+                    "judge",
+                    f"{j.episodes} episodes ({j.failed} failed, {j.cached} cached); tokens "
+                    f"prompt {j.prompt_tokens}, completion {j.completion_tokens}; "
+                    f"${j.cost_usd:.4f}",
                 )
             )
         if self.curriculum_level:

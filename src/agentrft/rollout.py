@@ -13,6 +13,7 @@ and the reward run on the loop: they are meant to be quick, pure Python.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 import time
 import uuid
@@ -27,7 +28,8 @@ from agentrft.tool_threads import ToolThreads
 from agentrft.trajectory import FailureKind, Trajectory, Turn
 
 T = TypeVar("T")
-RewardFn = Callable[[Any, Trajectory], RewardResult]
+#: A reward may be async (a judge reward awaits its model call on the loop).
+RewardFn = Callable[[Any, Trajectory], "RewardResult | Awaitable[RewardResult]"]
 EpisodeCallback = Callable[[Trajectory], Any]
 
 
@@ -46,7 +48,8 @@ async def run_episode(
 ) -> Trajectory:
     """Play one episode of `task` on the row `prompt` with `policy`, to the end.
 
-    `reward_fn(env, trajectory)` replaces the task's reward (a `--reward` plugin). Sync
+    `reward_fn(env, trajectory)` replaces the task's reward (a `--reward` plugin); either
+    may be async (a judge reward). Sync
     tools run on `tool_threads` (default: the process-wide pool). A tool call still running
     at the deadline ends the episode with `wall_clock` and the lowest reward.
     `curriculum_level` > 0 plays the task's easier version of the row (`Task.curriculum`);
@@ -98,7 +101,10 @@ async def run_episode(
         traj.reward = task.lowest_reward()
         return traj
     try:
-        traj.reward = (reward_fn or task.reward)(env, traj)
+        result = (reward_fn or task.reward)(env, traj)
+        if inspect.isawaitable(result):
+            result = await result
+        traj.reward = result
     except Exception as exc:  # a reward bug gives the lowest tier, visibly
         traj.fail(FailureKind.REWARD_ERROR, f"{type(exc).__name__}: {exc}")
         traj.reward = task.lowest_reward()

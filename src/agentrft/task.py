@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from pydantic import BaseModel
@@ -72,8 +72,8 @@ class Task(ABC, Generic[InstanceT, EnvT]):
         """A fresh environment for one episode of `instance`."""
 
     @abstractmethod
-    def reward(self, env: EnvT, trajectory: Trajectory) -> RewardResult:
-        """Score a finished episode."""
+    def reward(self, env: EnvT, trajectory: Trajectory) -> RewardResult | Awaitable[RewardResult]:
+        """Score a finished episode. May be `async def` (a judge reward awaits its model)."""
 
     def system_prompt(self, instance: InstanceT) -> str | None:
         return None
