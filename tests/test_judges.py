@@ -79,21 +79,36 @@ def test_score_parsed_and_returned_with_exact_cost():
     assert body["temperature"] == 0.0 and body["model"] == "judge-model"
 
 
-def test_identical_call_is_a_cache_hit_without_a_request(tmp_path):
+def test_identical_call_is_a_cache_hit_without_a_request():
     with FakeOpenAIServer(lambda m, t: answer('{"score": 1}')) as server:
-        judge = judge_for(server, cache_dir=tmp_path)
+        judge = judge_for(server)
         first = run_sync(judge("same", None))
         second = run_sync(judge("same", None))
         assert len(server.chat_requests) == 1
         other = run_sync(judge("different", None))
         assert len(server.chat_requests) == 2
-        # A fresh judge on the same directory reads the verdict from disk.
-        fresh = judge_for(server, cache_dir=tmp_path)
-        third = run_sync(fresh("same", None))
-        assert len(server.chat_requests) == 2
-    assert not first.cached and second.cached and third.cached and not other.cached
-    assert second.score == first.score == third.score == 1.0
+    assert not first.cached and second.cached and not other.cached
+    assert second.score == first.score == 1.0
     assert second.prompt_tokens == 0 and second.cost_usd == 0.0
+    assert second.components()["judge_cached"] == 1.0
+
+
+def test_disk_cache_is_shared_by_judges_on_one_directory(tmp_path):
+    with FakeOpenAIServer(lambda m, t: answer('{"score": 0.9, "rationale": "r"}')) as server:
+        first = run_sync(judge_for(server, cache_dir=tmp_path)("same", None))
+        again = run_sync(judge_for(server, cache_dir=tmp_path)("same", None))
+        assert len(server.chat_requests) == 1
+        # Another criteria text is another key: asked again.
+        other = RubricJudge(
+            "Other criteria.",
+            lambda e, t: f"message: {e}",
+            model="judge-model",
+            base_url=server.base_url,
+            cache_dir=tmp_path,
+        )
+        run_sync(other("same", None))
+        assert len(server.chat_requests) == 2
+    assert not first.cached and again.cached and (again.score, again.rationale) == (0.9, "r")
     assert len(list(tmp_path.glob("*.json"))) == 2
 
 
@@ -101,6 +116,7 @@ def test_identical_call_is_a_cache_hit_without_a_request(tmp_path):
     ("reply", "why"),
     [
         (http_error(500, "upstream down"), "HTTP 500"),
+        (http_error(401, f"invalid key {KEY}"), "HTTP 401"),  # a server echoing the key
         (malformed_body(), "not JSON"),
         (answer("I think it is quite good"), "did not answer"),
         (answer('{"score": 7}'), "outside [0, 1]"),
@@ -127,6 +143,24 @@ def test_timeout_gives_a_tier_fallback():
     assert verdict.tier("filed") == "unjudged"
 
 
+def test_litellm_model_string_reaches_the_same_server():
+    with FakeOpenAIServer(lambda m, t: answer('{"score": 0.6}', 40, 5)) as server:
+        judge = RubricJudge(
+            "c",
+            lambda env, traj: "v",
+            model="litellm:openai/judge-model",
+            base_url=server.base_url,
+            api_key=KEY,
+            max_retries=0,
+            input_usd_per_1m=1.0,
+        )
+        verdict = run_sync(judge(None, None))
+        assert len(server.chat_requests) == 1
+        assert server.chat_requests[0].body["model"] == "judge-model"
+    assert (verdict.score, verdict.prompt_tokens, verdict.completion_tokens) == (0.6, 40, 5)
+    assert verdict.cost_usd == pytest.approx(40 / 1e6)
+
+
 def test_retries_come_from_the_retry_policy():
     replies = iter([http_error(503), answer('{"score": 0.5}')])
     with FakeOpenAIServer(lambda m, t: next(replies)) as server:
@@ -136,8 +170,8 @@ def test_retries_come_from_the_retry_policy():
             model="m",
             base_url=server.base_url,
             max_retries=1,
+            backoff_base_s=0.001,
         )
-        judge._client.retry.base_s = 0.001  # type: ignore[attr-defined]
         verdict = run_sync(judge(None, None))
         assert len(server.chat_requests) == 2
     assert verdict.score == 0.5 and not verdict.failed

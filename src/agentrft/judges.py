@@ -40,7 +40,9 @@ import inspect
 import json
 import logging
 import math
+import os
 import re
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,8 +161,8 @@ class RubricJudge:
             close it).
         fallback: what a failure gives: a score in [0, 1], or the name of a tier (then the
             verdict's `fallback_tier`, and `score` 0.0).
-        timeout_s, max_retries: per request and retries after the first attempt, through
-            the client's `RetryPolicy`.
+        timeout_s, max_retries, backoff_base_s: the per-request deadline, retries after
+            the first attempt and the first backoff delay, through the client's `RetryPolicy`.
         max_tokens: the judge's answer budget.
         input_usd_per_1m, output_usd_per_1m: prices per million prompt / completion tokens,
             for `cost_usd` (None: cost not counted).
@@ -181,6 +183,7 @@ class RubricJudge:
         fallback: float | str = 0.0,
         timeout_s: float = 60.0,
         max_retries: int = 2,
+        backoff_base_s: float = 0.5,
         max_tokens: int = 256,
         input_usd_per_1m: float | None = None,
         output_usd_per_1m: float | None = None,
@@ -219,7 +222,14 @@ class RubricJudge:
         self._client = (
             client
             if client is not None
-            else _client(model or "", base_url, api_key, timeout_s, max_retries)
+            else _client(
+                model or "",
+                base_url,
+                api_key,
+                timeout_s=timeout_s,
+                max_retries=max_retries,
+                backoff_base_s=backoff_base_s,
+            )
         )
         self._owns_client = client is None
         self.model = model or getattr(client, "name", type(client).__name__)
@@ -315,7 +325,7 @@ class RubricJudge:
         try:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
             path = self.cache_dir / f"{key}.json"
-            tmp = path.with_suffix(f".{id(self)}.tmp")
+            tmp = path.with_suffix(f".{os.getpid()}.{uuid.uuid4().hex}.tmp")
             # Write then rename, so a reader never sees half a verdict.
             tmp.write_text(json.dumps({"score": score, "rationale": rationale}))
             tmp.replace(path)
@@ -346,20 +356,16 @@ class ScriptedJudge:
         return JudgeVerdict(score=min(1.0, max(0.0, float(value))), rationale=self.rationale)
 
 
-def _client(
-    model: str, base_url: str | None, api_key: str | None, timeout_s: float, retries: int
-) -> Policy:
+def _client(model: str, base_url: str | None, api_key: str | None, **retry: Any) -> Policy:
+    """The judge's chat client: the project's own, so auth, URL credentials, retries,
+    timeouts and secret scrubbing are the policies' (policies/openai_client.py)."""
     if model.startswith("litellm:"):
         from agentrft.policies.litellm_client import LiteLLMPolicy
 
         return LiteLLMPolicy(
-            model.removeprefix("litellm:"),
-            api_base=base_url,
-            api_key=api_key,
-            timeout_s=timeout_s,
-            max_retries=retries,
+            model.removeprefix("litellm:"), api_base=base_url, api_key=api_key, **retry
         )
     from agentrft.policies.openai_client import OpenAIPolicy
 
-    kwargs: dict[str, Any] = {"base_url": base_url} if base_url else {}
-    return OpenAIPolicy(model, api_key=api_key, timeout_s=timeout_s, max_retries=retries, **kwargs)
+    url: dict[str, Any] = {"base_url": base_url} if base_url else {}
+    return OpenAIPolicy(model, api_key=api_key, **url, **retry)
