@@ -3,6 +3,7 @@ fallbacks, token and cost accounting, secrets, and what the policy never sees.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
@@ -91,6 +92,19 @@ def test_identical_call_is_a_cache_hit_without_a_request():
     assert second.score == first.score == 1.0
     assert second.prompt_tokens == 0 and second.cost_usd == 0.0
     assert second.components()["judge_cached"] == 1.0
+
+
+def test_concurrent_identical_views_share_one_request():
+    async def four():
+        return await asyncio.gather(*(judge("same", None) for _ in range(4)))
+
+    with FakeOpenAIServer(lambda m, t: answer('{"score": 0.5}', 100, 10)) as server:
+        judge = judge_for(server)
+        verdicts = run_sync(four())
+        assert len(server.chat_requests) == 1
+    assert [v.score for v in verdicts] == [0.5] * 4
+    assert sum(v.prompt_tokens for v in verdicts) == 100  # counted once
+    assert sum(v.cached for v in verdicts) == 3
 
 
 def test_disk_cache_is_shared_by_judges_on_one_directory(tmp_path):

@@ -20,7 +20,8 @@ outcome tier*, never the tier itself, so `agentrft reward check` still proves th
   state, the transcript, or hidden fields. The judge's prompt goes to the judge alone; it is
   never added to the trajectory the policy sees.
 - Verdicts are cached by a content hash (model, judge prompt, criteria, view text) in memory
-  and, with `cache_dir`, on disk: a hit sends no request.
+  and, with `cache_dir`, on disk: a hit sends no request. Identical views judged at the
+  same time (a group's rollouts) share one request.
 - Retries and timeouts are the policy clients' (`RetryPolicy`). A failure (timeout, HTTP
   error, an answer that is not `{"score": ...}` JSON) never raises: the verdict carries the
   author's `fallback` (a score, or a tier name) and `failed=True`.
@@ -35,6 +36,8 @@ tests and for the reward check.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -219,6 +222,7 @@ class RubricJudge:
         self.output_usd_per_1m = output_usd_per_1m
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._cache: dict[str, tuple[float, str]] = {}
+        self._pending: dict[str, asyncio.Task[JudgeVerdict]] = {}
         self._client = (
             client
             if client is not None
@@ -258,6 +262,27 @@ class RubricJudge:
         hit = self._lookup(key)
         if hit is not None:
             return JudgeVerdict(score=hit[0], rationale=hit[1], cached=True)
+        # A GRPO group often ends in identical views at once: ask once, share the answer.
+        loop = asyncio.get_running_loop()
+        pending = self._pending.get(key)
+        if pending is not None and pending.get_loop() is loop:
+            first = await asyncio.shield(pending)
+            # The asker counted the tokens and cost; a sharer's verdict is a cache hit.
+            return dataclasses.replace(
+                first, cached=not first.failed, prompt_tokens=0, completion_tokens=0, cost_usd=0.0
+            )
+        ask = loop.create_task(self._ask(key, text))
+        self._pending[key] = ask
+        ask.add_done_callback(lambda done: self._forget(key, done))
+        # Shielded: an episode cancelled mid-call leaves the answer to the others waiting.
+        return await asyncio.shield(ask)
+
+    def _forget(self, key: str, done: asyncio.Task[JudgeVerdict]) -> None:
+        if self._pending.get(key) is done:
+            del self._pending[key]
+
+    async def _ask(self, key: str, text: str) -> JudgeVerdict:
+        """One request to the judge for `text`; stores a good verdict in the cache."""
         try:
             completion = await self._client.complete(
                 self.messages(text), [], Sampling(temperature=0.0, max_tokens=self.max_tokens)

@@ -9,7 +9,7 @@ large enough to lift a worse outcome over a better one; `check_reward_order` fin
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -216,7 +216,8 @@ class NamedReward:
 
     Attributes:
         fn: the reward, `fn(env, trajectory) -> RewardResult`; keep it a pure function of
-            both, so local rollouts, evaluations and the AgentCore runtime score alike.
+            both, so local rollouts, evaluations and the AgentCore runtime score alike. It
+            may be `async def` (a judge reward, `agentrft.judges`); the loop awaits it.
         tasks: the task names it understands (None: any task). `--reward` with another task
             is refused with an error naming them.
         tiers: its outcome tiers, best first, so `agentrft reward check` can simulate them.
@@ -227,7 +228,7 @@ class NamedReward:
     A `NamedReward` is callable like `fn`.
     """
 
-    fn: Callable[[Any, Any], RewardResult]
+    fn: Callable[[Any, Any], RewardResult | Awaitable[RewardResult]]
     tasks: Collection[str] | None = None
     tiers: TieredReward | None = None
     samples: Callable[[Any], Iterable[RewardSample]] | None = None
@@ -245,7 +246,7 @@ class NamedReward:
     def __name__(self) -> str:
         return getattr(self.fn, "__name__", type(self.fn).__name__)
 
-    def __call__(self, env: Any, trajectory: Any) -> RewardResult:
+    def __call__(self, env: Any, trajectory: Any) -> RewardResult | Awaitable[RewardResult]:
         return self.fn(env, trajectory)
 
     def applies_to(self, task_name: str) -> bool:

@@ -7,7 +7,8 @@ failure kinds and the episode still ends with a reward.
 
 Sync tools run on worker threads (`agentrft.tool_threads`), async ones on the loop; both run
 under the episode's wall-clock budget. `Task.parse`, `Environment.recover`, `on_text_reply`
-and the reward run on the loop: they are meant to be quick, pure Python.
+and the reward run on the loop: they are meant to be quick, pure Python. A reward that
+waits on a model (a judge, `agentrft.judges`) is `async def` and is awaited there.
 """
 
 from __future__ import annotations
