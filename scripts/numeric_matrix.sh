@@ -11,10 +11,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${AGENTRFT_VENV:-.venv}
+# tests/local/test_multiturn_learning.py is not here: it has no tolerance to tune, and under
+# other kernels it is one more draw of a stochastic run (its docstring lists the kernels and
+# seeds measured); the main suite runs it once.
 NUMERIC_TESTS=(
   tests/local/test_loss.py tests/local/test_hf_sampler.py tests/local/test_learning.py
-  tests/local/test_multiturn_learning.py tests/local/test_resume.py
-  tests/local/test_full_loop.py tests/local/test_health.py
+  tests/local/test_resume.py tests/local/test_full_loop.py tests/local/test_health.py
 )
 run() {
   echo "numeric matrix: ATEN_CPU_CAPABILITY=${1:-native} torch threads=$2"

@@ -26,15 +26,19 @@ Why the task looks the way it does (measured here, 1M-parameter random-init mode
   unbalanced batches GRPO drifts to always giving one letter, which no later group can
   correct (each group's rewards are then all equal).
 
-Measured with exactly these settings (64 held-out rows, 2 CPU cores, ~80-100 s a run):
-held-out success before -> after GRPO, seed 0: 0.47 -> 0.95, seed 1: 0.45 -> 0.88, seed 2:
-0.33 -> 0.80 (0.80 with the AVX2 kernels too); the control, seed 0: 0.50 -> 0.45, seed 2:
-0.39 -> 0.44. (With 40 steps: 0.84 / 0.84 / 0.77 / 0.86 for seeds 0-3.)
+Measured with exactly these settings (64 held-out rows, 2 CPU cores, ~80 s a run):
+held-out success before -> after GRPO, seed 0: 0.52 -> 0.92 (0.48 -> 0.88 with the AVX2
+kernels), seed 1: 0.48 -> 0.86, seed 2: 0.36 -> 0.78. At learning rate 2e-3 the gains were
+alike (0.95 / 0.88 / 0.80) but about one run in ten collapsed late (every answer broken: 0.0
+after, once in CI under the AVX2 kernels), so 1.5e-3. The control at 2e-3, seed 0: 0.50 ->
+0.45, seed 2: 0.39 -> 0.44. The runs are not bit-reproducible (the order in which the
+batched sampler serves episodes varies), so each run is a draw: the bar below is set from
+the spread, not from one run.
 
 One bar for both, BAR = 0.66: any policy that does not read the reply is right with
 probability 0.5 exactly (each code is half of the held-out rows and every prompt is the
 same), so 0.66 of 64 rows is 2.6 standard errors above it (p < 0.005 by luck). The trained
-runs' worst is 0.80, 2.3 of their own standard errors (0.05) above the bar.
+runs' worst is 0.78, 2.4 of their own standard errors (0.05) above the bar.
 """
 
 from __future__ import annotations
@@ -109,7 +113,7 @@ async def _run(tmp_path: Any, seed: int, reward_fn: Any = None) -> tuple[float, 
         tmp_path,
         seed=seed,
         max_steps=60,
-        learning_rate=2e-3,
+        learning_rate=1.5e-3,
         **{
             "local.adapter": str(warm),
             "local.sft_warmup_steps": 0,
