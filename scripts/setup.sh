@@ -5,13 +5,18 @@
 #
 #   bash scripts/setup.sh            # CPU machine (the default)
 #   AGENTRFT_EXTRAS=local,sagemaker,dev,vllm bash scripts/setup.sh   # a CUDA machine with vLLM
+#   AGENTRFT_VENV=DIR AGENTRFT_PLUGINS="plugins/bfcl" bash scripts/setup.sh   # a suite plugin's venv
+#
+# The stamp covers the checkout's path too: a venv kept outside the clone (CI caches the
+# suite plugins' venvs) re-points its editable installs when the clone moves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
 VENV=${AGENTRFT_VENV:-.venv}
 EXTRAS=${AGENTRFT_EXTRAS:-local,sagemaker,dev}
-PLUGINS=(plugins/wordle plugins/expense_report plugins/reward_example)
+# shellcheck disable=SC2206  # word splitting of the override is the point
+PLUGINS=(${AGENTRFT_PLUGINS:-plugins/wordle plugins/expense_report plugins/reward_example})
 
 "$PY" - <<'PYEOF'
 import sys
@@ -23,7 +28,7 @@ PYEOF
 pip=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 
 stamp="$VENV/.agentrft-setup"
-want=$( (echo "$EXTRAS"; cat pyproject.toml; for p in "${PLUGINS[@]}"; do cat "$p/pyproject.toml" 2>/dev/null; done) | sha256sum | cut -d' ' -f1)
+want=$( (echo "$EXTRAS"; pwd; cat pyproject.toml; for p in "${PLUGINS[@]}"; do cat "$p/pyproject.toml" 2>/dev/null; done) | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "setup: $VENV is up to date"
   exit 0
