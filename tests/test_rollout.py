@@ -365,3 +365,86 @@ async def test_curriculum_level_plays_the_easier_instance() -> None:
     assert counter.curriculum_levels == 0
     with pytest.raises(ValueError, match=r"outside 0\.\.0"):
         counter.at_level(counter.parse('{"target": 2}'), 1)
+
+
+class _SimulatedUserEnv(CounterEnv):
+    """A counter whose 'user' speaks first and answers text replies (the user-simulator
+    hooks), ending the episode politely after `patience` answers."""
+
+    def __init__(self, target: int, patience: int, *, fail: bool = False) -> None:
+        super().__init__(target)
+        self.patience = patience
+        self.fail = fail
+        self.heard: list[str] = []
+
+    async def opening(self) -> list[Message]:
+        await asyncio.sleep(0)  # an async hook is awaited, as a model call would be
+        return [Message(role="user", content="hello from the user")]
+
+    async def on_text_reply(self, text: str) -> str | None:
+        if self.fail:
+            raise RuntimeError("user model down")
+        self.heard.append(text)
+        if len(self.heard) > self.patience:
+            self.done = True  # the user said goodbye: a proper end
+            return None
+        return f"user reply {len(self.heard)}"
+
+
+class _SimulatedUserTask(CounterTask):
+    name: ClassVar[str] = "simulated_user_counter"
+
+    def __init__(self, patience: int = 2, fail: bool = False) -> None:
+        self.patience, self.fail = patience, fail
+
+    def environment(self, instance: Any) -> _SimulatedUserEnv:
+        return _SimulatedUserEnv(instance.target, self.patience, fail=self.fail)
+
+
+async def test_async_user_turns_open_and_continue_the_episode_until_the_user_stops() -> None:
+    seen_first: list[str] = []
+
+    def policy(messages: list[Message], tools: list[dict[str, Any]]) -> Any:
+        if not seen_first:
+            seen_first.extend(m.content or "" for m in messages)
+        return "a text answer"
+
+    traj = await run_episode(
+        _SimulatedUserTask(patience=2), json.dumps({"target": 8}), ScriptedPolicy(policy)
+    )
+    # The opening message came before the first policy call, after the task's own messages.
+    assert seen_first[-1] == "hello from the user"
+    assert [m.content for m in traj.turns[0].tool_messages] == ["user reply 1"]
+    assert [m.role for m in traj.turns[1].tool_messages] == ["user"]
+    assert len(traj.turns) == 3  # two answers continued the episode, the third ended it
+    assert traj.stop_reason == "done" and traj.failures == []
+
+
+async def test_a_failing_user_turn_ends_the_episode_with_a_reward() -> None:
+    traj = await run_episode(
+        _SimulatedUserTask(fail=True), json.dumps({"target": 8}), ScriptedPolicy(lambda m, t: "hi")
+    )
+    assert traj.stop_reason == "user_turn_error"
+    assert traj.failure_kinds == ["user_turn_error"]
+    assert "user model down" in traj.failures[0].detail
+    assert traj.reward is not None and traj.reward.outcome == "short"  # scored, not raised
+
+
+async def test_a_hung_user_turn_is_cut_off_by_the_deadline() -> None:
+    class Hung(_SimulatedUserEnv):
+        async def on_text_reply(self, text: str) -> str | None:
+            await asyncio.Event().wait()  # never set
+            return None
+
+    class HungTask(_SimulatedUserTask):
+        def environment(self, instance: Any) -> Hung:
+            return Hung(instance.target, 1)
+
+    traj = await run_episode(
+        HungTask(),
+        json.dumps({"target": 8}),
+        ScriptedPolicy(lambda m, t: "hi"),
+        limits=EpisodeLimits(timeout_s=0.05),
+    )
+    assert traj.stop_reason == "wall_clock"
+    assert "on_text_reply" in traj.failures[0].detail

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable
 from typing import Any
 
-from agentrft.messages import ToolCall
+from agentrft.messages import Message, ToolCall
 from agentrft.tool_threads import ToolThreads
 from agentrft.tools import Tool, ToolResult
 
@@ -49,9 +50,24 @@ class Environment:
         """
         return []
 
-    def on_text_reply(self, text: str) -> str | None:
-        """The model answered without a tool call. Return a user message to continue the
-        episode, or None to end it (the default)."""
+    def opening(self) -> list[Message] | Awaitable[list[Message]]:
+        """Messages that follow the task's `initial_messages` before the first policy call
+        (default: none): a simulated user's first message, which may need a model call.
+
+        May be `async def` (awaited under the episode's deadline, like `on_text_reply`).
+        """
+        return []
+
+    def on_text_reply(self, text: str) -> str | Awaitable[str | None] | None:
+        """The model answered without a tool call. Return the next user message to continue
+        the episode, or None to end it (the default).
+
+        Set `self.done = True` before returning None when that end is a proper one (a text
+        task's answer; a simulated user who says goodbye); None with `done` unset records
+        `no_tool_call`. May be `async def`: a user simulator that awaits a model call is
+        awaited on the loop under the episode's deadline (a sync one runs on the loop, so
+        keep it quick). An exception ends the episode with `user_turn_error`.
+        """
         return None
 
     async def call_tool(self, call: ToolCall, *, threads: ToolThreads | None = None) -> ToolResult:

@@ -8,7 +8,9 @@ failure kinds and the episode still ends with a reward.
 Sync tools run on worker threads (`agentrft.tool_threads`), async ones on the loop; both run
 under the episode's wall-clock budget. `Task.parse`, `Environment.recover`, `on_text_reply`
 and the reward run on the loop: they are meant to be quick, pure Python. A reward that
-waits on a model (a judge, `agentrft.judges`) is `async def` and is awaited there.
+waits on a model (a judge, `agentrft.judges`) is `async def` and is awaited there, as are
+an async `Environment.opening` / `on_text_reply` (a simulated user's turn, under the
+episode's deadline).
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ async def run_episode(
         return traj
 
     traj.instance_id = task.instance_id(instance)
+    traj.task = task.task_of(instance)
+    limits = task.limits_for(instance, limits)
     env = task.environment(instance)
     tools = env.tool_schemas()
     traj.tools = tools
@@ -133,6 +137,16 @@ async def _play(
     tool_threads: ToolThreads | None,
 ) -> bool:
     """Play the turns; True when the deadline cut a tool call off."""
+    try:
+        messages.extend(await _user_turn(env.opening(), deadline))
+    except (asyncio.TimeoutError, TimeoutError):
+        traj.fail(FailureKind.WALL_CLOCK, f"episode exceeded {limits.timeout_s:g}s in opening")
+        traj.stop_reason = FailureKind.WALL_CLOCK
+        return False
+    except Exception as exc:  # a user simulator's fault ends the episode, not the job
+        traj.fail(FailureKind.USER_TURN_ERROR, f"opening: {type(exc).__name__}: {exc}")
+        traj.stop_reason = FailureKind.USER_TURN_ERROR
+        return False
     for turn_index in range(limits.max_turns):
         if env.done:
             traj.stop_reason = "done"
@@ -185,7 +199,22 @@ async def _play(
             calls = _safe_recover(env, text, traj, turn_index)
             recovered = bool(calls)
             if not calls:
-                nudge = env.on_text_reply(text)
+                try:
+                    nudge = await _user_turn(env.on_text_reply(text), deadline)
+                except (asyncio.TimeoutError, TimeoutError):
+                    traj.fail(
+                        FailureKind.WALL_CLOCK,
+                        f"episode exceeded {limits.timeout_s:g}s in on_text_reply",
+                        turn_index,
+                    )
+                    traj.stop_reason = FailureKind.WALL_CLOCK
+                    return False
+                except Exception as exc:  # a user simulator's fault ends the episode, not the job
+                    traj.fail(
+                        FailureKind.USER_TURN_ERROR, f"{type(exc).__name__}: {exc}", turn_index
+                    )
+                    traj.stop_reason = FailureKind.USER_TURN_ERROR
+                    return False
                 if nudge is None and env.done:  # the text was the answer (a text task)
                     traj.stop_reason = "done"
                     return False
@@ -211,6 +240,14 @@ async def _play(
         traj.fail(FailureKind.MAX_TURNS, f"no end after {limits.max_turns} turns")
         traj.stop_reason = FailureKind.MAX_TURNS
     return False
+
+
+async def _user_turn(result: T | Awaitable[T], deadline: float) -> T:
+    """The value of an environment hook that may be async (`opening`, `on_text_reply`),
+    awaited under the episode's deadline."""
+    if inspect.isawaitable(result):
+        return await within(result, deadline - time.perf_counter())
+    return result
 
 
 #: Why `_run_calls` stops an episode: an ordinary stop, or the deadline interrupted a call.

@@ -36,6 +36,7 @@ class FailureKind:
     MAX_TOOL_CALLS = "max_tool_calls"
     WALL_CLOCK = "wall_clock"
     REWARD_ERROR = "reward_error"  # the task's reward raised; the lowest tier was given
+    USER_TURN_ERROR = "user_turn_error"  # Environment.opening / on_text_reply raised
 
 
 class Failure(BaseModel):
