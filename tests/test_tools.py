@@ -10,7 +10,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
-from agentrft import Environment, ToolCall, ToolError, tool
+from agentrft import Environment, SchemaTool, ToolCall, ToolError, tool
 from agentrft.tools import parse_docstring
 
 
@@ -225,3 +225,123 @@ async def test_recovered_flag_visible_to_the_tool() -> None:
     env = ShopEnv()
     await env.call_tool(ToolCall(id="r", name="buy", arguments='{"sku": "y"}', recovered=True))
     assert env.calls == [("y", True)]
+
+
+# -- SchemaTool: a tool declared by a JSON schema (an outside API's function docs) -------
+
+MOVE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "source": {"type": "string", "description": "file to move"},
+        "destination": {"type": "string"},
+        "times": {"type": "integer"},
+        "ratio": {"type": ["number", "null"]},
+        "opts": {"type": "object"},
+    },
+    "required": ["source", "destination"],
+}
+
+
+def _moves() -> tuple[SchemaTool, list[dict]]:
+    seen: list[dict] = []
+
+    def move(**kwargs: object) -> dict:
+        seen.append(kwargs)
+        return {"moved": kwargs["source"]}
+
+    return SchemaTool(move, name="mv", parameters=MOVE_SCHEMA, description="Move a file."), seen
+
+
+async def test_schema_tool_serves_its_schema_and_calls_with_keywords() -> None:
+    mv, seen = _moves()
+    schema = mv.schema()
+    assert schema["function"]["name"] == "mv"
+    assert schema["function"]["description"] == "Move a file."
+    assert schema["function"]["parameters"] == MOVE_SCHEMA
+    args = {"source": "a", "destination": "b", "times": 2, "ratio": None, "opts": {"k": 1}}
+    result = await mv.invoke(json.dumps(args))
+    assert (result.content, result.failure) == ('{"moved": "a"}', None)
+    assert seen == [args]
+    assert (await mv.invoke({"source": "a", "destination": "b", "ratio": 1})).failure is None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "kind", "fragments"),
+    [
+        ("{not json", "malformed_tool_json", ["not valid JSON"]),
+        ("[1, 2]", "malformed_tool_json", ["must be a JSON object"]),
+        ('{"source": "a"}', "invalid_arguments", ["destination: Field required"]),
+        (
+            '{"source": "a", "destination": "b", "force": true}',
+            "invalid_arguments",
+            ["force: Extra"],
+        ),
+        (
+            '{"source": 3, "destination": "b"}',
+            "invalid_arguments",
+            ["source: expected string, got int"],
+        ),
+        (
+            '{"source": "a", "destination": "b", "times": true}',
+            "invalid_arguments",
+            ["times: expected integer"],
+        ),
+        (
+            '{"source": "a", "destination": "b", "times": 1.5}',
+            "invalid_arguments",
+            ["times: expected integer"],
+        ),
+    ],
+)
+async def test_schema_tool_refuses_bad_arguments_before_running(
+    arguments: str, kind: str, fragments: list[str]
+) -> None:
+    mv, seen = _moves()
+    result = await mv.invoke(arguments)
+    assert result.failure == kind
+    assert all(f in result.content for f in fragments), result.content
+    assert '"source": "<string>"' in result.content  # the example names the schema's fields
+    assert seen == []
+
+
+async def test_schema_tool_without_type_checks_passes_values_through() -> None:
+    seen: list[dict] = []
+    loose = SchemaTool(
+        lambda **kw: seen.append(kw) or "ok", name="mv", parameters=MOVE_SCHEMA, check_types=False
+    )
+    assert (await loose.invoke('{"source": 3, "destination": "b"}')).content == "ok"
+    assert seen == [{"source": 3, "destination": "b"}]
+    open_schema = {**MOVE_SCHEMA, "additionalProperties": True}
+    extra = SchemaTool(lambda **kw: sorted(kw), name="mv", parameters=open_schema)
+    assert (await extra.invoke('{"source": "a", "destination": "b", "z": 1}')).content == (
+        '["destination", "source", "z"]'
+    )
+
+
+async def test_schema_tool_as_environment_method_binds_self() -> None:
+    class FilesEnv(Environment):
+        def __init__(self) -> None:
+            super().__init__()
+            self.log: list[str] = []
+
+        def _mv(self, source: str, destination: str) -> str:
+            self.log.append(f"{source}->{destination}")
+            return "moved"
+
+        mv = SchemaTool(_mv, name="mv", parameters=MOVE_SCHEMA)
+
+    env = FilesEnv()
+    assert list(env.tools) == ["mv"]
+    result = await env.call_tool(
+        ToolCall(id="1", name="mv", arguments='{"source": "a", "destination": "b"}')
+    )
+    assert result.content == "moved" and env.log == ["a->b"]
+
+
+def test_schema_tool_refuses_a_schema_that_is_not_an_object() -> None:
+    with pytest.raises(ValueError, match="type 'object'"):
+        SchemaTool(print, name="p", parameters={"type": "array"})
+    with pytest.raises(ValueError, match=r"required names \['x'\]"):
+        SchemaTool(
+            print, name="p", parameters={"type": "object", "properties": {}, "required": ["x"]}
+        )

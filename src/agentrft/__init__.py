@@ -35,7 +35,7 @@ from agentrft.reward_check import assert_reward_order
 from agentrft.rollout import run_episode, run_episodes
 from agentrft.sync import run_sync
 from agentrft.task import EpisodeLimits, Task, TaskInputError, seeded_sample
-from agentrft.tools import Tool, ToolError, ToolResult, tool
+from agentrft.tools import SchemaTool, Tool, ToolError, ToolResult, tool
 from agentrft.trajectory import Failure, FailureKind, Trajectory, Turn
 
 __version__ = "0.1.0"
@@ -64,6 +64,7 @@ __all__ = [
     "RewardSample",
     "RubricJudge",
     "Sampling",
+    "SchemaTool",
     "ScriptedJudge",
     "ScriptedPolicy",
     "Section",

@@ -100,7 +100,7 @@ class Tool:
     def __get__(self, instance: Any, owner: type | None = None) -> Tool:
         if instance is None:
             return self
-        bound = Tool.__new__(Tool)
+        bound = type(self).__new__(type(self))
         bound.__dict__.update(self.__dict__)
         bound._bound_to = instance
         return bound
@@ -129,30 +129,7 @@ class Tool:
 
     def validate(self, arguments: str | dict[str, Any]) -> BaseModel:
         """Parse and validate raw arguments; raises `ToolError` with a model-readable message."""
-        if isinstance(arguments, str):
-            text = arguments.strip() or "{}"
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ToolError(
-                    f"Error: the arguments for {self.name} are not valid JSON ({exc.msg} at "
-                    f"position {exc.pos}). Send a JSON object such as {self._example()}.",
-                    kind="malformed_tool_json",
-                ) from None
-            except RecursionError:  # a model can nest brackets deeper than the parser goes
-                raise ToolError(
-                    f"Error: the arguments for {self.name} are nested too deeply. Send a "
-                    f"JSON object such as {self._example()}.",
-                    kind="malformed_tool_json",
-                ) from None
-        else:
-            data = arguments
-        if not isinstance(data, dict):
-            raise ToolError(
-                f"Error: the arguments for {self.name} must be a JSON object such as "
-                f"{self._example()}.",
-                kind="malformed_tool_json",
-            )
+        data = _json_object(self.name, arguments, self._example())
         try:
             return self.params_model.model_validate(data)
         except ValidationError as exc:
@@ -176,8 +153,7 @@ class Tool:
         database driver, boto3) holds neither the loop nor the other episodes on it.
         """
         try:
-            parsed = self.validate(arguments)
-            kwargs = {k: getattr(parsed, k) for k in type(parsed).model_fields}
+            kwargs = self._keyword_arguments(arguments)
             if self.is_async:
                 out = self(**kwargs)
             else:
@@ -193,10 +169,153 @@ class Tool:
             )
         return ToolResult(_stringify(out))
 
+    def _keyword_arguments(self, arguments: str | dict[str, Any]) -> dict[str, Any]:
+        """The validated arguments as keyword arguments for `fn`; raises `ToolError`."""
+        parsed = self.validate(arguments)
+        return {k: getattr(parsed, k) for k in type(parsed).model_fields}
+
     def _example(self) -> str:
         fields = self.params_model.model_fields
         example = {name: f"<{_type_name(f.annotation)}>" for name, f in fields.items()}
         return json.dumps(example)
+
+
+#: JSON schema type name -> the Python types a JSON value of that type decodes to.
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+class SchemaTool(Tool):
+    """A tool whose JSON schema is given, not derived from type hints: an outside API's
+    function declared in JSON (a benchmark's function docs, an OpenAPI operation).
+
+    `fn` is called with the arguments as keywords (a plain callable, or a method taking
+    `self` first when the tool is a class attribute of an `Environment`). The arguments are
+    checked against the top level of `parameters` before `fn` runs: a JSON object, every
+    `required` name present, no name outside `properties` (unless `additionalProperties` is
+    true) and, when `check_types` is set, each value of its property's JSON type. Nested
+    values are `fn`'s to check (raise `ToolError`).
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str,
+        parameters: dict[str, Any],
+        description: str = "",
+        check_types: bool = True,
+    ) -> None:
+        if not isinstance(parameters, dict) or parameters.get("type", "object") != "object":
+            raise ValueError(
+                f"tool {name!r}: parameters must be a JSON schema of type 'object', got "
+                f"{parameters!r:.120}"
+            )
+        properties = parameters.get("properties", {})
+        required = parameters.get("required", [])
+        if not isinstance(properties, dict) or not isinstance(required, list):
+            raise ValueError(
+                f"tool {name!r}: parameters.properties must be an object and "
+                "parameters.required a list"
+            )
+        unknown = [r for r in required if r not in properties]
+        if unknown:
+            raise ValueError(f"tool {name!r}: required names {unknown} are not in properties")
+        self.fn = fn
+        self.name = name
+        self.description = description or name
+        self.is_method = _first_param_is_self(fn)
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.parameters = parameters
+        self.check_types = check_types
+        self._bound_to = None
+        self._schema_json = []
+
+    def _build_schema(self) -> dict[str, Any]:
+        params = {"type": "object", "properties": {}, **self.parameters}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": params},
+        }
+
+    def validate(self, arguments: str | dict[str, Any]) -> Any:
+        """The arguments as a dict, checked against the schema's top level; raises
+        `ToolError` with a model-readable message."""
+        data = _json_object(self.name, arguments, self._example())
+        properties: dict[str, Any] = self.parameters.get("properties", {})
+        problems = [
+            f"{r}: Field required" for r in self.parameters.get("required", []) if r not in data
+        ]
+        if self.parameters.get("additionalProperties") is not True:
+            problems += [
+                f"{k}: Extra inputs are not permitted" for k in data if k not in properties
+            ]
+        if self.check_types:
+            for key, value in data.items():
+                want = (properties.get(key) or {}).get("type")
+                if key in properties and not _json_type_matches(value, want):
+                    problems.append(f"{key}: expected {want}, got {type(value).__name__}")
+        if problems:
+            raise ToolError(
+                f"Error: invalid arguments for {self.name}: {'; '.join(problems)}. Expected "
+                f"{self._example()}.",
+                kind="invalid_arguments",
+            )
+        return data
+
+    def _keyword_arguments(self, arguments: str | dict[str, Any]) -> dict[str, Any]:
+        return dict(self.validate(arguments))
+
+    def _example(self) -> str:
+        properties = self.parameters.get("properties", {})
+        return json.dumps({k: f"<{(v or {}).get('type', 'any')}>" for k, v in properties.items()})
+
+
+def _json_object(name: str, arguments: str | dict[str, Any], example: str) -> dict[str, Any]:
+    """Raw arguments as a dict; a `ToolError` (malformed_tool_json) when they are not one."""
+    data: Any = arguments
+    if isinstance(arguments, str):
+        try:
+            data = json.loads(arguments.strip() or "{}")
+        except json.JSONDecodeError as exc:
+            raise ToolError(
+                f"Error: the arguments for {name} are not valid JSON ({exc.msg} at position "
+                f"{exc.pos}). Send a JSON object such as {example}.",
+                kind="malformed_tool_json",
+            ) from None
+        except RecursionError:
+            raise ToolError(
+                f"Error: the arguments for {name} are nested too deeply. Send a JSON object "
+                f"such as {example}.",
+                kind="malformed_tool_json",
+            ) from None
+    if not isinstance(data, dict):
+        raise ToolError(
+            f"Error: the arguments for {name} must be a JSON object such as {example}.",
+            kind="malformed_tool_json",
+        )
+    return data
+
+
+def _json_type_matches(value: Any, want: Any) -> bool:
+    """Whether `value` is of JSON schema type `want` (a name or a list of names; an
+    unknown or absent type accepts anything). A bool is not an integer or a number."""
+    names = want if isinstance(want, list) else [want]
+    if not all(isinstance(n, str) and n in _JSON_TYPES for n in names):
+        return True
+    for n in names:
+        if isinstance(value, bool) and n in ("integer", "number"):
+            continue
+        if isinstance(value, _JSON_TYPES[n]):
+            return True
+    return False
 
 
 def tool(
