@@ -16,8 +16,9 @@ from agentrft.backend import (
 from agentrft.config import Config, Section
 from agentrft.environment import Environment
 from agentrft.evaluation import EvalReport, evaluate
+from agentrft.group_scoring import GroupEpisode, GroupScorer, run_grouped_episodes
 from agentrft.hookspecs import hookimpl
-from agentrft.judges import JudgeVerdict, RubricJudge, ScriptedJudge
+from agentrft.judges import GroupJudge, JudgeVerdict, RubricJudge, ScriptedJudge
 from agentrft.messages import Message, ToolCall
 from agentrft.policies.scripted import ScriptedPolicy, call, replay_policy
 from agentrft.policy import Completion, Policy, PolicyError, Sampling
@@ -54,6 +55,9 @@ __all__ = [
     "EvalResult",
     "Failure",
     "FailureKind",
+    "GroupEpisode",
+    "GroupJudge",
+    "GroupScorer",
     "JudgeVerdict",
     "Message",
     "NamedReward",
@@ -90,6 +94,7 @@ __all__ = [
     "replay_policy",
     "run_episode",
     "run_episodes",
+    "run_grouped_episodes",
     "run_sync",
     "seeded_sample",
     "tool",

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from agentrft.group_scoring import run_grouped_episodes
 from agentrft.policy import Policy, Sampling
 from agentrft.redact import scrub
-from agentrft.rollout import EpisodeCallback, RewardFn, run_episodes
+from agentrft.rollout import EpisodeCallback, RewardFn
 from agentrft.task import EpisodeLimits, Task
 from agentrft.trajectory import Trajectory
 
@@ -401,10 +402,12 @@ async def evaluate(
     for temperature in temperatures:
         meta = _metadata(samples_per_row, temperature, name)
         started = time.perf_counter()
-        trajectories = await run_episodes(
+        # The samples of a row are one group: a task with score_group scores them together.
+        trajectories = await run_grouped_episodes(
             task,
             expanded,
             policy,
+            group_size=samples_per_row,
             sampling=base.model_copy(update={"temperature": temperature}),
             limits=limits,
             reward_fn=reward_fn,

@@ -38,8 +38,10 @@ from agentrft.backends.local.sequences import TrainSequence, trajectory_sequence
 from agentrft.backends.local.trainer import LoRATrainer
 from agentrft.backends.local.view import LiveView
 from agentrft.config import Config
+from agentrft.group_scoring import run_grouped_episodes
+from agentrft.judges import judge_metrics
 from agentrft.policy import Sampling
-from agentrft.rollout import RewardFn, run_episodes
+from agentrft.rollout import RewardFn
 from agentrft.task import EpisodeLimits, Task
 from agentrft.trajectory import Trajectory, append_trajectories
 
@@ -215,10 +217,12 @@ class GRPOLoop:
             }
 
         level = self.curriculum_level(step)
-        trajs = await run_episodes(
+        # A task or reward with score_group scores each prompt's rollouts together.
+        trajs = await run_grouped_episodes(
             self.task,
             prompts,
             self.policy,
+            group_size=cfg.group_size,
             sampling=self.sampling,
             limits=self.limits,
             reward_fn=self.reward_fn,
@@ -296,6 +300,7 @@ class GRPOLoop:
 
         metrics = self._metrics(trajs, rewards, zero_var, rollout_s)
         metrics.update(rollout_health(trajs, zero_var))
+        metrics.update(judge_metrics(trajs))  # judge/tokens, judge/cost_usd, ... (if judged)
         if cfg.advantage_method in PER_TURN_METHODS:
             metrics["analysis/per_turn_fallback"] = fallback
         metrics["analysis/dropped_groups"] = admitted.count(False) / cfg.group_size
