@@ -1,0 +1,1 @@
+"""TextArena's single-player games as agentrft tasks."""
