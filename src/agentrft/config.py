@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 
 from agentrft.config_files import (
     MAX_CONFIG_BYTES,
@@ -139,9 +147,32 @@ class Config(Section):
     `validate_config`, not with `Config(...)`, so the backends' sections are there."""
 
     task: str | None = Field(None, description="Task name (see `agentrft tasks`).")
+    tasks: dict[str, float] | None = Field(
+        None,
+        description="Several tasks in one run, name -> share of the rows ({wordle: 0.5, "
+        "expense_report: 0.5}; shares are normalised). Rows name their task inside the "
+        "prompt string, metrics and evaluations are reported per task, and one SageMaker "
+        "runtime serves them all (docs/multi-task.md). Set either this or `task`.",
+    )
     reward: str | None = Field(
         None, description="A named reward plugin replacing the task's reward (--reward)."
     )
+
+    @field_validator("tasks")
+    @classmethod
+    def _check_tasks(cls, value: dict[str, float] | None, info: ValidationInfo) -> Any:
+        if value is None:
+            return value
+        from agentrft.mixture import TaskMixture
+
+        if info.data.get("task"):
+            raise ValueError(
+                f"set either `task` ({info.data['task']!r}) or `tasks`, not both; a "
+                "multi-task run names every task under `tasks`"
+            )
+        TaskMixture.of(value, source="tasks")
+        return value
+
     seed: int = Field(
         42,
         description="Seed of the rows the task makes for a run (validation uses seed+1, so "

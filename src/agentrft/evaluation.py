@@ -416,19 +416,46 @@ async def evaluate(
             metadata=meta,
             curriculum_level=curriculum_level,
         )
-        reports.append(
-            EvalReport.from_trajectories(
-                trajectories,
-                task=task.name,
-                policy=name,
-                temperature=temperature,
-                pass_k_values=pass_k_values,
-                success_threshold=success_threshold,
-                wall_s=time.perf_counter() - started,
+        wall_s = time.perf_counter() - started
+        # A mixture of tasks: the whole mix first, then one report per task it played.
+        parts = [(task.name, trajectories)] + [
+            (sub, [t for t in trajectories if t.task == sub]) for sub in _subtask_names(task)
+        ]
+        for part_name, part in parts:
+            if not part:
+                continue
+            reports.append(
+                EvalReport.from_trajectories(
+                    part,
+                    task=part_name,
+                    policy=name,
+                    temperature=temperature,
+                    pass_k_values=pass_k_values,
+                    success_threshold=success_threshold,
+                    wall_s=wall_s,
+                )
             )
-        )
         all_trajectories.extend(trajectories)
     return reports, all_trajectories
+
+
+def _subtask_names(task: Task[Any, Any]) -> list[str]:
+    from agentrft.mixture import MixtureTask
+
+    return list(task.tasks) if isinstance(task, MixtureTask) else []
+
+
+def reports_by_task(reports: Sequence[EvalReport]) -> list[list[EvalReport]]:
+    """`reports` grouped by their task, in first-seen order (one group for one task)."""
+    groups: dict[str, list[EvalReport]] = {}
+    for r in reports:
+        groups.setdefault(r.task, []).append(r)
+    return list(groups.values())
+
+
+def reports_tables(reports: Sequence[EvalReport]) -> list[Table]:
+    """One `reports_table` per task (a multi-task run: each task, and the whole mix)."""
+    return [reports_table(group) for group in reports_by_task(reports)]
 
 
 def _metadata(samples: int, temperature: float, policy: str) -> Callable[[int], dict[str, Any]]:

@@ -117,6 +117,16 @@ class Task(ABC, Generic[InstanceT, EnvT]):
     def instance_id(self, instance: InstanceT) -> str | None:
         return getattr(instance, "id", None)
 
+    def task_of(self, instance: InstanceT) -> str:
+        """The task an instance belongs to (recorded in `Trajectory.task`): this task's
+        name, or for a mixture of tasks the row's own task."""
+        return self.name
+
+    def limits_for(self, instance: InstanceT, limits: EpisodeLimits) -> EpisodeLimits:
+        """The limits `instance`'s episode runs under, given the run's `limits` (a mixture
+        of tasks gives each row its own task's limits)."""
+        return limits
+
     def hidden_values(self, instance: InstanceT) -> list[str]:
         """Strings the policy must not see before the episode ends (for leak tests)."""
         return []

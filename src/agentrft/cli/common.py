@@ -37,15 +37,28 @@ def console() -> Console:
 
 
 def load_task(name: str | None) -> Task[Any, Any]:
+    """The task `name`, or the mixture a `--task a=0.7,b=0.3` (or `a,b`) spec names."""
+    from agentrft.mixture import resolve_task
+
     if not name:
         raise CliError("pass --task NAME (see `agentrft tasks` for the installed tasks)")
-    return get_plugins().task(name)
+    try:
+        return resolve_task(name)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def load_reward(name: str | None, task: Task[Any, Any]) -> Any:
     """The plugin reward `name` for `task`, or None to keep the task's own."""
+    from agentrft.mixture import MixtureTask
+
     if not name:
         return None
+    if isinstance(task, MixtureTask):
+        raise CliError(
+            f"--reward {name}: a named reward replaces one task's reward; a multi-task run "
+            f"({task.name}) plays each task with its own reward, so drop --reward"
+        )
     return get_plugins().reward(name, task.name)
 
 
@@ -138,10 +151,16 @@ def resolve_config(
 ) -> tuple[Config, Task[Any, Any]]:
     """The config (file < flags < --set) and the task it names."""
     from agentrft.config import load_config
+    from agentrft.mixture import resolve_task
 
     cfg = load_config(config, overrides=set_ or [], values=values)
+    if cfg.tasks:
+        return cfg, resolve_task(tasks=cfg.tasks)
     if not cfg.task:
-        raise CliError("pass --task NAME or set `task` in the config (see `agentrft tasks`)")
+        raise CliError(
+            "pass --task NAME or set `task` (or `tasks` for several) in the config "
+            "(see `agentrft tasks`)"
+        )
     return cfg, load_task(cfg.task)
 
 

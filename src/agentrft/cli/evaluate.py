@@ -300,10 +300,11 @@ def _warn_bad_rows(trajectories: list[Any]) -> None:
 
 
 def _show_reports(reports: list[Any]) -> None:
-    from agentrft.evaluation import reports_table
+    from agentrft.evaluation import reports_by_task, reports_table
 
     out = console()
     for r in reports:
         out.print(r.render())
-    if len(reports) > 1:
-        out.print(reports_table(reports))
+    for group in reports_by_task(reports):  # one group unless several tasks were played
+        if len(group) > 1:
+            out.print(reports_table(group))

@@ -38,6 +38,7 @@ from agentrft.backends.local.sequences import TrainSequence, trajectory_sequence
 from agentrft.backends.local.trainer import LoRATrainer
 from agentrft.backends.local.view import LiveView
 from agentrft.config import Config
+from agentrft.mixture import MixtureTask, per_task_metrics
 from agentrft.group_scoring import run_grouped_episodes
 from agentrft.judges import judge_metrics
 from agentrft.policy import Sampling
@@ -402,6 +403,8 @@ class GRPOLoop:
         }
         for kind, n in failures.items():
             out[f"failure_{kind}"] = n / len(trajs)
+        if isinstance(self.task, MixtureTask):  # a multi-task run: each task's own curve
+            out.update(per_task_metrics(trajs))
         return out
 
     # -- checkpoints ----------------------------------------------------------------------

@@ -276,12 +276,17 @@ class TrainingRun:
             self.task, self.val_config, self.engine, self.inputs.val_prompts,
             adapter=self.loop.policy.adapter, label=f"step {step}", reward_fn=self.reward_fn,
         )  # fmt: skip
-        r = reports[0]
+        r = reports[0]  # the whole row set (a multi-task run's per-task reports follow)
         self.view.note(
             f"validation after step {step}: solve rate {r.solve_rate:.1%}, "
             f"reward {r.mean_reward:.3f}"
         )
-        return {"val_solve_rate": r.solve_rate, "val_reward_mean": r.mean_reward}
+        out = {"val_solve_rate": r.solve_rate, "val_reward_mean": r.mean_reward}
+        for part in reports[1:]:
+            if part.temperature == r.temperature and part.task != r.task:
+                out[f"val_solve_rate/{part.task}"] = part.solve_rate
+                out[f"val_reward_mean/{part.task}"] = part.mean_reward
+        return out
 
     # -- 4. start ---------------------------------------------------------------------------
 
@@ -384,9 +389,10 @@ class TrainingRun:
         final = self.trainer.save_adapter(run.path / "final_adapter")
         after = await self._evaluate_after()
         if self.console is not None and (self.before or after):
-            from agentrft.evaluation import reports_table
+            from agentrft.evaluation import reports_tables
 
-            self.console.print(reports_table([*self.before, *self.after_sft, *after]))
+            for table in reports_tables([*self.before, *self.after_sft, *after]):
+                self.console.print(table)  # one table per task of a multi-task run
         run.update_info(status="finished", steps=loop.step)
         if self.tracker is not None:
             if after:
@@ -418,9 +424,11 @@ class TrainingRun:
         save_eval(self.eval_dir, "after", after, trajs)
         if self.tracker is not None:
             for r in after:
+                # A multi-task run's per-task reports get their task in the name.
+                of = "" if r.task == self.task.name else f"/{r.task}"
                 self.tracker.log_metrics(
-                    {f"eval_solve_rate_t{r.temperature:g}": r.solve_rate,
-                     f"eval_reward_t{r.temperature:g}": r.mean_reward},
+                    {f"eval_solve_rate_t{r.temperature:g}{of}": r.solve_rate,
+                     f"eval_reward_t{r.temperature:g}{of}": r.mean_reward},
                     self.loop.step,
                 )  # fmt: skip
         return after

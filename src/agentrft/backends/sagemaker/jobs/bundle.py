@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata as md
+import re
 import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,7 @@ class BundlePlan:
 
     @property
     def zip_path(self) -> Path:
-        return self.workdir / f"agentrft-runtime-{self.task}.zip"
+        return self.workdir / f"agentrft-runtime-{re.sub(r'[^A-Za-z0-9_.-]', '-', self.task)}.zip"
 
     def pip_command(self) -> list[str]:
         return [
@@ -127,16 +128,19 @@ class BundlePlan:
 
 def plan_bundle(
     task: str,
-    distribution: str,
+    distribution: str | Sequence[str],
     workdir: str | Path,
     *,
     no_deps: bool = False,
     reward: str | None = None,
 ) -> BundlePlan:
-    """Plan a bundle for `task`, provided by the installed `distribution`."""
+    """Plan a bundle for `task` (one name, or `a,b` for a runtime serving several),
+    provided by the installed `distribution` (several: one per task's plugin)."""
     local = [local_distribution("agentrft", extras=AGENTRFT_EXTRAS)]
-    if _normalise(distribution) != "agentrft":
-        local.append(local_distribution(distribution))
+    names = [distribution] if isinstance(distribution, str) else list(distribution)
+    for name in dict.fromkeys(names):
+        if _normalise(name) not in {_normalise(d.name) for d in local}:
+            local.append(local_distribution(name))
     bundled = {_normalise(d.name) for d in local}
     requirements = sorted(
         {r for d in local for r in d.requires if _normalise(_req_name(r)) not in bundled},

@@ -94,7 +94,7 @@ class DeploySpec:
     def create_request(self) -> dict[str, Any]:
         return {
             "agentRuntimeName": self.name,
-            "description": self.description or f"agentrft rollouts for task {self.task}",
+            "description": self.description or f"agentrft rollouts for {_tasks_phrase(self.task)}",
             "agentRuntimeArtifact": self.artifact(),
             "roleArn": self.role_arn,
             "networkConfiguration": {"networkMode": "PUBLIC"},
@@ -107,6 +107,11 @@ class DeploySpec:
         req = self.create_request()
         req.pop("agentRuntimeName")
         return {"agentRuntimeId": runtime_id, **req}
+
+
+def file_label(task: str) -> str:
+    """`task` (one name, or `a,b` for several) as a file-name part: `a-b`."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", task)
 
 
 def default_runtime_name(task: str) -> str:
@@ -145,7 +150,7 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
 
 
 def code_key(prefix: str, task: str, digest: str) -> str:
-    name = f"agentrft-runtime-{task}-{digest[:12]}.zip"
+    name = f"agentrft-runtime-{file_label(task)}-{digest[:12]}.zip"
     return f"{prefix}/{name}" if prefix else name
 
 
@@ -354,20 +359,33 @@ def deploy_command(
         typer.secho(f"error: {msg}", fg="red", err=True)
         raise SystemExit(2)
 
+    from agentrft.mixture import parse_task_spec
+
     try:
         plugins = get_plugins()
-        plugins.task(task)  # a clear error now rather than a runtime that cannot start
+        # `--task a,b`: one runtime serves every task named (rows carry their task).
+        mixture = parse_task_spec(task)
+        names = mixture.names if mixture else [task]
+        for each in names:
+            plugins.task(each)  # a clear error now rather than a runtime that cannot start
+        if reward and len(names) > 1:
+            raise DeployError(
+                f"--reward {reward} replaces one task's reward; a runtime serving "
+                f"{', '.join(names)} plays each with its own, so drop --reward"
+            )
         if reward:
             plugins.reward(reward, task)
-        distribution = plugins.task_sources().get(task, "agentrft")
-        runtime_name = check_name(name or default_runtime_name(task))
+        sources = plugins.task_sources()
+        distributions = list(dict.fromkeys(sources.get(n, "agentrft") for n in names))
+        task = ",".join(names)  # what AGENTRFT_TASK says (shares do not matter to it)
+        runtime_name = check_name(name or default_runtime_name("_".join(names)))
         if dry_run:
             role = role_arn or "arn:aws:iam::<account-id>:role/<runtime-role>"
             if role_arn:
                 check_role_arn(role_arn)
         else:
             role = check_role_arn(role_arn)
-    except (DeployError, PluginError) as exc:
+    except (DeployError, PluginError, ValueError) as exc:
         fail(str(exc))
         return
 
@@ -406,7 +424,7 @@ def deploy_command(
         own_tmp = tempfile.TemporaryDirectory(prefix="agentrft-deploy-")
         workdir = Path(own_tmp.name)
     try:
-        plan = plan_bundle(task, distribution, workdir, no_deps=no_deps, reward=reward)
+        plan = plan_bundle(task, distributions, workdir, no_deps=no_deps, reward=reward)
         spec = DeploySpec(
             task=task,
             name=runtime_name,
@@ -467,6 +485,11 @@ def _preflight_ok(aws: Aws, role_arn: str) -> bool:
     report = run_preflight(default_config(), purpose="deploy", aws=aws, runtime_role_arn=role_arn)
     report.render(Console(stderr=True))
     return bool(report.ok)
+
+
+def _tasks_phrase(task: str) -> str:
+    names = task.split(",")
+    return f"task {task}" if len(names) == 1 else f"tasks {', '.join(names)}"
 
 
 def _client_token() -> str:

@@ -1,7 +1,7 @@
 """Process entry point of the runtime app: locally (`agentrft runtime serve`) and in AgentCore.
 
 In the deployed runtime the bundle's `main.py` calls `main()`, which reads the task name from
-`AGENTRFT_TASK` (set by `agentrft deploy`) and listens on 0.0.0.0:8080 as AgentCore expects.
+`AGENTRFT_TASK` (set by `agentrft deploy`; `a,b` for a runtime that serves several tasks) and listens on 0.0.0.0:8080 as AgentCore expects.
 Locally the server binds 127.0.0.1 unless `--host` or `AGENTRFT_BIND_ALL=1` says otherwise.
 """
 
@@ -31,10 +31,18 @@ def load_app(task_name: str, reward: str | None = None) -> Any:
             f"the runtime app needs the sagemaker extra ({exc.name or exc} is missing): "
             "pip install 'agentrft[sagemaker]'"
         ) from None
+    from agentrft.mixture import MixtureTask, resolve_task
     from agentrft.plugins import get_plugins
 
     plugins = get_plugins()
-    task = plugins.task(task_name)
+    # `wordle,expense_report`: one runtime serves several tasks, each row routed to its
+    # own by the task name inside its prompt string (agentrft.mixture).
+    task = resolve_task(task_name)
+    if reward and isinstance(task, MixtureTask):
+        raise SystemExit(
+            f"{REWARD_ENV}={reward}: a named reward replaces one task's reward, but this "
+            f"runtime serves {task.name}; deploy without --reward"
+        )
     reward_fn = plugins.reward(reward, task_name) if reward else None
     return build_app(task, reward_fn=reward_fn)
 
