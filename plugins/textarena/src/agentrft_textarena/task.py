@@ -117,10 +117,13 @@ class TextArenaTask(Task[ArenaInstance, TextArenaEnvironment]):
         rng = random.Random(f"{self.name}:{split}:{seed}")
         digits = SPLIT_DIGITS[split]
         rows: list[dict[str, Any]] = []
-        for k in rng.sample(range(10**7), 4 * n):
-            game_seed = k * 10 + digits[len(rows) % len(digits)]
-            if not self.usable_seed(game_seed):
+        seen: set[int] = set()
+        # One draw at a time, so the first rows of a split are the same whatever n is.
+        for _ in range(100 * n):
+            game_seed = rng.randrange(10**7) * 10 + digits[len(rows) % len(digits)]
+            if game_seed in seen or not self.usable_seed(game_seed):
                 continue
+            seen.add(game_seed)
             rows.append(self.row(game_seed, f"{self.name}_{split}_{len(rows):04d}"))
             if len(rows) == n:
                 return rows

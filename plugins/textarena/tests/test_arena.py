@@ -1,0 +1,56 @@
+"""The adapter around TextArena's env: its random stream, its observations, its end."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+from agentrft_textarena.arena import ArenaGame
+
+
+def test_a_game_is_a_function_of_its_seed_and_leaves_the_global_stream_alone():
+    random.seed(1234)
+    expected_next = random.Random(1234).random()
+    codes = [ArenaGame("Mastermind-v0", s).game_state["secret_code"] for s in (1, 2, 3)]
+    assert random.random() == expected_next  # TextArena's random.seed(...) was undone
+    assert codes == [ArenaGame("Mastermind-v0", s).game_state["secret_code"] for s in (1, 2, 3)]
+    assert len({tuple(c) for c in codes}) == 3
+
+
+def test_concurrent_games_draw_the_same_as_sequential_ones():
+    seeds = list(range(100, 140))
+    sequential = {s: ArenaGame("GuessTheNumber-v0", s).game_state["game_number"] for s in seeds}
+    found: dict[int, int] = {}
+    barrier = threading.Barrier(4)
+
+    def worker(part):
+        barrier.wait()
+        for s in part:
+            found[s] = ArenaGame("GuessTheNumber-v0", s).game_state["game_number"]
+            random.random()  # another thread's draw between games
+
+    threads = [threading.Thread(target=worker, args=(seeds[i::4],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert found == sequential
+
+
+def test_observe_shows_new_game_messages_without_the_players_echo():
+    game = ArenaGame("GuessTheNumber-v0", 5)
+    assert game.observe().startswith("[GAME] You are Player 0. You are playing Guess The Number.")
+    assert game.observe() == ""  # nothing new
+    target = game.game_state["game_number"]
+    guess = 1 if target != 1 else 2
+    assert game.step(f"[{guess}]") is False
+    assert game.observe() == "[GAME] The target number is higher."
+    assert game.step("no brackets at all") is False  # the action wrapper brackets it
+    assert game.observe().startswith("[GAME] You attempted an invalid move.")
+    assert game.outcome().done is False
+    assert game.step(f"[{target}]") is True
+    out = game.outcome()
+    assert (out.done, out.reward, out.invalid_move) == (True, 1.0, False)
+    with pytest.raises(RuntimeError, match="the game is over"):
+        game.step("[3]")
