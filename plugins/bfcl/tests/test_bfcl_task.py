@@ -1,0 +1,191 @@
+"""The task as agentrft sees it: listing, rows and splits, the expert at the ceiling, the
+reward order, and what the policy may see (no ground truth, no turn before its time)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from agentrft_bfcl import BfclMultiTurnTask, suite
+from agentrft_bfcl.task import truncated_expert, wrong_argument_policy
+from bfcl_testing import Recorder, row
+
+from agentrft import (
+    ScriptedPolicy,
+    TaskInputError,
+    call,
+    check_reward_order,
+    run_episode,
+    run_episodes,
+)
+
+AGENTRFT = str(Path(sys.executable).parent / "agentrft")
+
+
+def _ids(rows: list[dict]) -> list[str]:
+    return [json.loads(r["prompt"])["id"] for r in rows]
+
+
+def test_agentrft_tasks_lists_it() -> None:
+    out = subprocess.run(
+        [AGENTRFT, "tasks"], capture_output=True, text=True, env={"COLUMNS": "200", "PATH": ""}
+    )
+    assert out.returncode == 0, out.stderr
+    assert "bfcl_multi_turn" in out.stdout and "agentrft-bfcl" in out.stdout
+
+
+def test_splits_are_deterministic_disjoint_and_cover_the_category(task: BfclMultiTurnTask) -> None:
+    train, val, every = (
+        _ids(task.make_dataset(s, None, seed=0)) for s in ("train", "validation", "all")
+    )
+    assert (len(train), len(val), len(every)) == (166, 34, 200)
+    assert not set(train) & set(val) and sorted(train + val) == sorted(every)
+    assert every[:3] == ["multi_turn_base_0", "multi_turn_base_1", "multi_turn_base_2"]
+    assert _ids(task.make_dataset("validation", None, seed=7)) == val  # the split ignores the seed
+    sample = _ids(task.make_dataset("train", 10, seed=3))
+    assert (
+        sample
+        == _ids(task.make_dataset("train", 10, seed=3))
+        != _ids(task.make_dataset("train", 10, seed=4))
+    )
+    assert set(sample) <= set(train) and len(set(sample)) == 10
+    rows = task.make_dataset("validation", 2, seed=0)
+    assert all(set(json.loads(r["prompt"])) == {"task", "id"} for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("split", "n", "fragment"),
+    [
+        ("test", None, "unknown split 'test'"),
+        ("train", 500, "has 166 entries"),
+        ("train", -1, "ask for 0..166"),
+    ],
+)
+def test_bad_dataset_requests_say_what_to_ask(
+    task: BfclMultiTurnTask, split: str, n: int | None, fragment: str
+) -> None:
+    with pytest.raises(TaskInputError, match=fragment):
+        task.make_dataset(split, n, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "fragment"),
+    [
+        ("not json", "not JSON"),
+        ("[1]", 'with an "id"'),
+        ('{"id": 3}', 'with an "id"'),
+        ('{"id": "multi_turn_base_999"}', "no BFCL entry 'multi_turn_base_999'"),
+        ('{"id": "multi_turn_miss_func_0"}', "no BFCL entry"),
+    ],
+)
+async def test_bad_rows_are_refused_and_score_lowest(
+    task: BfclMultiTurnTask, prompt: str, fragment: str
+) -> None:
+    with pytest.raises(TaskInputError, match=fragment):
+        task.parse(prompt)
+    traj = await run_episode(task, prompt, task.expert())
+    assert traj.stop_reason == "bad_input"
+    assert traj.reward == task.lowest_reward() and traj.reward.outcome == "no_valid_call"
+
+
+async def test_expert_reaches_the_ceiling_on_every_entry(task: BfclMultiTurnTask) -> None:
+    """100% of BFCL's checker on validation (34 entries) and on the whole category (200)."""
+    rows = task.make_dataset("all", None, seed=0)
+    trajs = await run_episodes(task, [r["prompt"] for r in rows], task.expert(), concurrency=8)
+    by_id = {t.instance_id: t for t in trajs}
+    failed = {i: t.reward.outcome for i, t in by_id.items() if not (t.reward and t.reward.solved)}
+    assert failed == {}
+    assert {t.stop_reason for t in trajs} == {"done"}
+    val = _ids(task.make_dataset("validation", None, seed=0))
+    assert all(by_id[i].reward.total == 1.0 for i in val)
+    # one policy call per step plus one text reply per turn: the turns came one at a time
+    t0 = by_id["multi_turn_base_0"]
+    assert (
+        sum(1 for m in t0.messages if m.role == "user")
+        == len(suite.entry("multi_turn_base_0").turns)
+        == 4
+    )
+
+
+def test_reward_order_holds_and_every_scripted_episode_lands_in_its_tier(
+    task: BfclMultiTurnTask,
+) -> None:
+    samples = list(task.reward_samples())
+    report = check_reward_order(samples)
+    assert report.ok, report
+    episodes = [s for s in samples if " on multi_turn_base_" in s.label]
+    assert len(episodes) >= 12
+    assert {s.tier for s in episodes} == set(task.tiers.names)
+    for s in episodes:
+        assert s.result.outcome == s.tier, s.label
+
+
+async def test_partial_credit_counts_the_turns_that_pass(task: BfclMultiTurnTask) -> None:
+    entry = suite.entry("multi_turn_base_0")  # 4 turns
+    totals = []
+    for k in range(1, 4):
+        traj = await run_episode(task, row(entry.id), truncated_expert(k))
+        assert traj.reward is not None
+        assert traj.reward.outcome == "some_turns_pass"
+        assert traj.reward.components["turns_passed"] == k
+        totals.append(traj.reward.total)
+    assert totals == pytest.approx([0.4 * (2 * k / 4 - 1) for k in range(1, 4)])
+    wrong = await run_episode(task, row(entry.id), wrong_argument_policy())
+    assert (wrong.reward.outcome, wrong.reward.total) == ("no_turn_passes", -0.6)
+
+
+async def test_policy_never_sees_ground_truth_or_a_turn_before_its_time(
+    task: BfclMultiTurnTask,
+) -> None:
+    ids = [*_ids(task.make_dataset("validation", 8, seed=0)), "multi_turn_base_0"]
+    noisy = ScriptedPolicy(
+        lambda m, t: [call("ls", {"a": True}), call("no_such_tool", {})] if len(m) < 6 else "ok"
+    )
+    for entry_id in ids:
+        entry = suite.entry(entry_id)
+        instance = task.parse(row(entry_id))
+        secrets = task.hidden_values(instance)
+        assert secrets and all(isinstance(s, str) and "(" in s for s in secrets)
+        assert entry_id in row(entry_id) and not any(s in row(entry_id) for s in secrets)
+        for policy in (task.expert(), wrong_argument_policy(), noisy):
+            rec = Recorder(policy)
+            traj = await run_episode(task, row(entry_id), rec)
+            assert traj.reward is not None
+            for messages, tools in rec.seen:
+                # what the policy reads: user turns, tool replies, schemas (not its own calls)
+                shown = [m.content or "" for m in messages if m.role != "assistant"]
+                text = "\n".join(shown) + json.dumps(tools)
+                for secret in secrets:
+                    assert secret not in text, (entry_id, secret)
+                asked = sum(1 for m in messages if m.role == "user")
+                for later in entry.turns[asked:]:
+                    for message in later:
+                        if not any(message in "\n\n".join(t) for t in entry.turns[:asked]):
+                            assert message not in text, (entry_id, "a later turn was shown early")
+            first = rec.seen[0][0]
+            assert [m.role for m in first] == ["user"]  # BFCL's FC inference: no system prompt
+            assert first[0].content == "\n\n".join(entry.turns[0])
+
+
+def test_importing_and_playing_touches_no_network_and_no_model_hub() -> None:
+    """A subprocess with sockets that refuse to connect imports the plugin, plays the expert
+    and scores it; BFCL's model-side packages (HF hub, sentence-transformers, faiss, serpapi)
+    stay unimported."""
+    code = """
+import socket, sys, json
+def refuse(*a, **k): raise OSError("network used")
+socket.socket.connect = refuse
+socket.create_connection = refuse
+from agentrft import run_episode, run_sync
+from agentrft_bfcl import BfclMultiTurnTask
+task = BfclMultiTurnTask()
+traj = run_sync(run_episode(task, json.dumps({"id": "multi_turn_base_7"}), task.expert()))
+heavy = [m for m in ("huggingface_hub", "sentence_transformers", "faiss", "serpapi", "torch") if m in sys.modules]
+print(json.dumps({"solved": traj.reward.solved, "heavy": heavy}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"solved": True, "heavy": []}
