@@ -5,14 +5,20 @@
   `disconnect`), `sequence` for scripted orders of replies, and request recording.
 - `FindNumberTask` and `CounterTask`: tiny tool tasks (with scripts usable by both a
   `ScriptedPolicy` and the fake server).
-- `group_judge`, `rubric_judge`, `judge_body`, `shown_attempts`: scripts that make the fake
+- `group_judge`, `rubric_judge`, `judge_body`, `shown_attempts`, `graded_view`: scripts that make the fake
   server a group-relative or rubric judge with exact token usage.
 
 Nothing here is imported by `agentrft` itself.
 """
 
 from agentrft.testing.fake_server import FakeOpenAIServer, RecordedRequest
-from agentrft.testing.judges import group_judge, judge_body, rubric_judge, shown_attempts
+from agentrft.testing.judges import (
+    graded_view,
+    group_judge,
+    judge_body,
+    rubric_judge,
+    shown_attempts,
+)
 from agentrft.testing.replies import (
     Disconnect,
     HTTPFault,
@@ -50,6 +56,7 @@ __all__ = [
     "counter_script",
     "disconnect",
     "find_number_expert",
+    "graded_view",
     "group_judge",
     "http_error",
     "judge_body",

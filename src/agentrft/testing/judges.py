@@ -47,6 +47,11 @@ def shown_attempts(messages: list[Message]) -> list[str]:
     return [found[label] for label in sorted(found)]
 
 
+def graded_view(messages: list[Message]) -> str:
+    """The view a `RubricJudge` request shows (what follows its "Work to grade:" line)."""
+    return (messages[-1].content or "").split("Work to grade:\n", 1)[-1]
+
+
 def group_judge(
     score: Callable[[str], float], prompt_tokens: int = 100, completion_tokens: int = 20
 ) -> Callable[[list[Message], list[dict[str, Any]]], dict]:
@@ -66,11 +71,11 @@ def group_judge(
 def rubric_judge(
     score: Callable[[str], float], prompt_tokens: int = 100, completion_tokens: int = 20
 ) -> Callable[[list[Message], list[dict[str, Any]]], dict]:
-    """A fake-server script answering a `RubricJudge` request: `score(the whole user
-    message)`, clipped to [0, 1]."""
+    """A fake-server script answering a `RubricJudge` request: `score(view)` of the work
+    it shows, clipped to [0, 1]."""
 
     def script(messages: list[Message], tools: list[dict[str, Any]]) -> dict:
-        value = min(1.0, max(0.0, score(messages[-1].content or "")))
+        value = min(1.0, max(0.0, score(graded_view(messages))))
         content = json.dumps({"score": value, "rationale": "fake"})
         return judge_body(content, prompt_tokens, completion_tokens)
 
