@@ -333,3 +333,13 @@ def test_judge_metrics_are_empty_without_a_judge():
 
     assert judge_metrics([Trajectory(id="x", task="t", prompt="p")]) == {}
     assert json.dumps(judge_metrics([])) == "{}"
+
+
+def test_an_episode_played_alone_never_reaches_score_group():
+    """What the SageMaker runtime, `play` and one-sample evals do: `run_episode` scores with
+    the ordinary reward; score_group is not called."""
+    from agentrft import run_episode
+
+    task = Reply(behaviour="raise")
+    traj = run_sync(run_episode(task, "p", replies("aa")))
+    assert task.groups == [] and traj.reward.components["alone"] == 1.0
