@@ -5,6 +5,7 @@ the group scorer fails."""
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections import Counter
@@ -93,7 +94,8 @@ def test_the_order_shown_follows_content_and_seed_not_the_rollout_index():
         where[judge.order(group).index(0)] += 1
     assert set(where) == {0, 1, 2, 3} and min(where.values()) > 60, where
     # Another seed shows (some) groups in another order.
-    other = GroupJudge("c", str, client=judge._client, seed=1)
+    other = copy.copy(judge)
+    other.seed = 1
     groups = [[f"g{g} s{k}" for k in range(4)] for g in range(20)]
     assert any(judge.order(g) != other.order(g) for g in groups)
 
