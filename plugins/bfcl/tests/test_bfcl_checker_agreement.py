@@ -1,0 +1,199 @@
+"""Our environment and reward against BFCL's own code, on the same behaviour.
+
+- A sample of trajectories (the expert, truncated, wrong arguments, one wrong turn, a turn
+  skipped, malformed JSON, unknown tools, calls split over steps, extra calls) is scored by
+  our reward and, independently, by BFCL's `multi_turn_checker` on what the policy sent
+  (decoded with BFCL's `convert_to_function_call`, undecodable steps skipped as BFCL's
+  eval runner does). The verdicts must be equal for every turn prefix.
+- The environment's tool replies equal BFCL's `execute_multi_turn_func_call` on the same
+  calls, and its tool schemas are BFCL's `convert_to_tool` output.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+from agentrft_bfcl import BfclMultiTurnTask, suite
+from agentrft_bfcl.expert import DONE, expert_step
+from agentrft_bfcl.task import truncated_expert, wrong_argument_policy
+from bfcl_eval.constants.enums import ModelStyle
+from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
+from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
+from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
+from bfcl_eval.model_handler.utils import convert_to_function_call, convert_to_tool
+from bfcl_testing import Recorder, row
+
+from agentrft import ScriptedPolicy, ToolCall, call, run_episode
+
+ENTRIES = [
+    "multi_turn_base_0",
+    "multi_turn_base_2",
+    "multi_turn_base_7",
+    "multi_turn_base_31",
+    "multi_turn_base_77",
+    "multi_turn_base_104",
+    "multi_turn_base_150",
+    "multi_turn_base_188",
+]
+
+
+def _user_turn(messages: list[Any]) -> int:
+    return sum(1 for m in messages if m.role == "user") - 1
+
+
+def _wrong_on_turn(turn: int) -> ScriptedPolicy:
+    wrong = wrong_argument_policy()
+    return ScriptedPolicy(
+        lambda m, t: wrong.fn(m, t) if _user_turn(m) == turn else expert_step(m, t),
+        name=f"wrong_turn_{turn}",
+    )
+
+
+def _skip_turn(turn: int) -> ScriptedPolicy:
+    return ScriptedPolicy(
+        lambda m, t: DONE if _user_turn(m) == turn else expert_step(m, t), name=f"skip_turn_{turn}"
+    )
+
+
+def _malformed_first() -> ScriptedPolicy:
+    """Each turn starts with a step whose JSON does not parse, then plays the expert."""
+
+    def step(m: list[Any], t: list[dict]) -> Any:
+        if m[-1].role == "user":
+            return [ToolCall(id="", name="ls", arguments='{"a": tru')]
+        if m[-1].role == "tool" and "not valid JSON" in (m[-1].content or ""):
+            return expert_step(m[:-2], t)
+        return expert_step(m, t)
+
+    return ScriptedPolicy(step, name="malformed_first")
+
+
+def _unknown_and_extra() -> ScriptedPolicy:
+    """An unknown tool and an extra harmless call before each turn's expert calls."""
+
+    def step(m: list[Any], t: list[dict]) -> Any:
+        out = expert_step(m, t)
+        if isinstance(out, str):
+            return out
+        names = {(x.get("function") or x)["name"] for x in t}
+        extra = [call("no_such_tool", {"x": 1})]
+        if "pwd" in names:
+            extra.append(call("pwd", {}))
+        return extra + out
+
+    return ScriptedPolicy(step, name="unknown_and_extra")
+
+
+def _one_call_per_step() -> ScriptedPolicy:
+    """The expert's calls one per step (BFCL's decoded list then has several steps)."""
+
+    def step(m: list[Any], t: list[dict]) -> Any:
+        turn_start = max(i for i, x in enumerate(m) if x.role == "user")
+        sent = sum(len(x.tool_calls or []) for x in m[turn_start:] if x.role == "assistant")
+        plan = expert_step(m[: turn_start + 1], t)
+        if isinstance(plan, str) or sent >= len(plan):
+            return DONE
+        return [plan[sent]]
+
+    return ScriptedPolicy(step, name="one_call_per_step")
+
+
+def _policies(n_turns: int) -> list[ScriptedPolicy]:
+    out = [
+        BfclMultiTurnTask().expert(),
+        wrong_argument_policy(),
+        _malformed_first(),
+        _unknown_and_extra(),
+        _one_call_per_step(),
+    ]
+    out += [truncated_expert(k) for k in range(1, n_turns)]
+    out += [_wrong_on_turn(1), _skip_turn(n_turns - 1)]
+    return out
+
+
+def _bfcl_prefix_verdicts(
+    entry: suite.Entry, steps: dict[int, list[list[tuple[str, str]]]]
+) -> list[bool]:
+    """BFCL's own pipeline on what the policy sent: decode each step, skip failures and
+    empty ones (eval_runner), then multi_turn_checker on every prefix of the turns."""
+    decoded: list[list[list[str]]] = []
+    for t in range(len(entry.ground_truth)):
+        turn = []
+        for s in steps.get(t, []):
+            try:
+                d = convert_to_function_call([{name: args} for name, args in s])
+            except Exception:
+                continue
+            if d:
+                turn.append(d)
+        decoded.append(turn)
+    verdicts = []
+    for k in range(1, len(entry.ground_truth) + 1):
+        result = multi_turn_checker(
+            decoded[:k],
+            [list(g) for g in entry.ground_truth[:k]],
+            entry.raw,
+            entry.category,
+            f"oracle_{uuid.uuid4().hex}",
+        )
+        verdicts.append(bool(result["valid"]))
+    return verdicts
+
+
+async def test_our_reward_and_bfcls_checker_agree_turn_by_turn(task: BfclMultiTurnTask) -> None:
+    outcomes: dict[str, int] = {}
+    compared = 0
+    for entry_id in ENTRIES:
+        entry = suite.entry(entry_id)
+        n = len(entry.ground_truth)
+        for policy in _policies(n):
+            rec = Recorder(policy)
+            traj = await run_episode(task, row(entry_id), rec)
+            assert traj.reward is not None
+            passed = int(traj.reward.components["turns_passed"])
+            theirs = _bfcl_prefix_verdicts(entry, rec.steps)
+            ours = [k < passed for k in range(n)]
+            assert ours == theirs, (entry_id, policy.name, ours, theirs)
+            assert traj.reward.solved == all(theirs)
+            outcomes[traj.reward.outcome] = outcomes.get(traj.reward.outcome, 0) + 1
+            compared += 1
+    assert compared >= 60
+    # the sample is not only experts: every graded tier shows up
+    assert set(outcomes) >= {"all_turns_pass", "some_turns_pass", "no_turn_passes"}, outcomes
+    assert outcomes["some_turns_pass"] >= 20
+
+
+@pytest.mark.parametrize("entry_id", ENTRIES)
+async def test_tool_replies_and_schemas_are_bfcls(task: BfclMultiTurnTask, entry_id: str) -> None:
+    entry = suite.entry(entry_id)
+    env = task.environment(task.parse(row(entry_id)))
+    want = convert_to_tool(entry.raw["function"], GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)
+    assert [
+        {
+            "type": s["type"],
+            "function": {k: s["function"][k] for k in ("name", "description", "parameters")},
+        }
+        for s in want
+    ] == env.tool_schemas()
+
+    for policy in (task.expert(), wrong_argument_policy()):
+        rec = Recorder(policy)
+        traj = await run_episode(task, row(entry_id), rec)
+        ours = [m.content for m in traj.messages if m.role == "tool"]
+        theirs: list[str] = []
+        name = f"oracle_{uuid.uuid4().hex}"  # one set of BFCL instances for the whole episode
+        for t in sorted(rec.steps):
+            for s in rec.steps[t]:
+                results, _ = execute_multi_turn_func_call(
+                    convert_to_function_call([{c: a} for c, a in s]),
+                    entry.raw["initial_config"],
+                    list(entry.involved_classes),
+                    name,
+                    entry_id,
+                )
+                theirs.extend(results)
+        assert ours == theirs and ours, (entry_id, policy.name)
+        assert json.dumps(ours)  # plain strings, as BFCL sends them
