@@ -17,6 +17,7 @@ from agentrft.config import ConfigError, load_config
 from agentrft.evaluation import evaluate, reports_by_task
 from agentrft.mixture import (
     MixtureTask,
+    RoutingPolicy,
     TaskMixture,
     mixture_counts,
     parse_task_spec,
@@ -28,7 +29,7 @@ from agentrft.mixture import (
 from agentrft.plugins import PluginError, load_plugins, use_plugins
 from agentrft.policies.scripted import call
 from agentrft.rollout import run_episode
-from agentrft.testing.tasks import CounterTask, FindNumberTask
+from agentrft.testing.tasks import CounterTask, FindNumberTask, counter_script
 
 from .conftest import TinyPlugin
 
@@ -215,3 +216,41 @@ def test_cli_reward_check_and_dataset_make_cover_every_task(
     reward = runner.invoke(app, ["reward", "check", "--task", "find_number,counter",
                                  "--reward", "fewest_guesses"], env=env)  # fmt: skip
     assert reward.exit_code == 1 and "drop --reward" in reward.output
+
+
+class CountingCounter(CounterTask):
+    """counter with an expert (it increments until the target)."""
+
+    def expert(self) -> ScriptedPolicy:
+        return ScriptedPolicy(counter_script)
+
+
+def test_the_mixture_expert_plays_each_row_with_its_own_tasks_expert() -> None:
+    task = MixtureTask({"find_number": FindNumberTask(), "counter": CountingCounter()},
+                       TaskMixture.of({"find_number": 1, "counter": 1}))  # fmt: skip
+    assert mix().expert() is None  # the plain counter task has no expert
+    expert = task.expert()
+    assert isinstance(expert, RoutingPolicy)
+    prompts = [number_row(3), counter_row(3), number_row(7), counter_row(5)]
+    reports, trajs = asyncio.run(evaluate(task, prompts, expert, concurrency=4))
+    assert [t.task for t in trajs] == ["find_number", "counter", "find_number", "counter"]
+    assert [(r.task, r.solve_rate) for r in reports] == [
+        ("find_number+counter", 1.0), ("find_number", 1.0), ("counter", 1.0),
+    ]  # fmt: skip
+
+
+def test_a_routing_policy_without_the_episodes_task_fails_that_episode_only() -> None:
+    only_numbers = RoutingPolicy({"find_number": FindNumberTask().expert()})
+    traj = asyncio.run(run_episode(CounterTask(), json.dumps({"target": 2}), only_numbers))
+    assert traj.failure_kinds == ["policy_error"] and traj.reward is not None
+    assert "this policy plays find_number" in traj.failures[0].detail
+
+
+def test_config_show_of_a_mixture(tiny_plugins: Any, tmp_path: Any) -> None:
+    path = tmp_path / "mix.yaml"
+    path.write_text("tasks: {find_number: 1, counter: 1}\nlimits: {max_turns: 5}\n")
+    shown = CliRunner().invoke(create_app(), ["config", "show", "-c", str(path)])
+    assert shown.exit_code == 0, shown.output
+    assert "tasks:\n  find_number: 1.0\n  counter: 1.0\n" in shown.output
+    # Each task keeps its own limits: only what the config sets is shown.
+    assert "max_turns: 5\n  max_tool_calls: null" in shown.output

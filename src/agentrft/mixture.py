@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentrft.environment import Environment
 from agentrft.messages import Message
+from agentrft.policy import Completion, Policy, PolicyError, Sampling
 from agentrft.reward import RewardResult, RewardSample
 from agentrft.task import EpisodeLimits, Task, TaskInputError
 
@@ -39,6 +40,7 @@ __all__ = [
     "ROUTE_FIELD",
     "MixtureInstance",
     "MixtureTask",
+    "RoutingPolicy",
     "TaskMixture",
     "mixture_counts",
     "parse_task_spec",
@@ -264,6 +266,14 @@ class MixtureTask(Task[MixtureInstance, Environment]):
     def hidden_values(self, instance: MixtureInstance) -> list[str]:
         return self.tasks[instance.task].hidden_values(instance.instance)
 
+    def expert(self) -> Policy | None:
+        """Each task's own expert, picked per episode by the row's task; None unless every
+        task has one (an SFT warm-up on some tasks only would skew the mix)."""
+        experts = {n: t.expert() for n, t in self.tasks.items()}
+        if any(e is None for e in experts.values()):
+            return None
+        return RoutingPolicy({n: e for n, e in experts.items() if e is not None})
+
     def lowest_reward(self) -> RewardResult:
         """The lowest of the tasks' lowest rewards: what a row no task can play gets."""
         return min((t.lowest_reward() for t in self.tasks.values()), key=lambda r: r.total)
@@ -300,6 +310,35 @@ class MixtureTask(Task[MixtureInstance, Environment]):
                 rows.append({**row, "prompt": wrap_prompt(name, prompt)})
         random.Random(seed).shuffle(rows)
         return rows
+
+
+class RoutingPolicy(Policy):
+    """One policy per task; each episode's session is the policy of the task its row names
+    (`agentrft.rollout.EPISODE_TASK`, set by the agent loop while it opens the session)."""
+
+    name = "expert"
+
+    def __init__(self, policies: Mapping[str, Policy]) -> None:
+        self.policies = dict(policies)
+
+    def session(self) -> Policy:
+        from agentrft.rollout import EPISODE_TASK
+
+        task = EPISODE_TASK.get()
+        if task in self.policies:
+            return self.policies[task].session()
+        return self  # no policy for this task: complete() fails the episode, never the run
+
+    async def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
+    ) -> Completion:
+        raise PolicyError(
+            f"no policy for this episode's task (this policy plays {', '.join(self.policies)})"
+        )
+
+    async def aclose(self) -> None:
+        for policy in self.policies.values():
+            await policy.aclose()
 
 
 def per_task_metrics(

@@ -21,6 +21,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextvars import ContextVar
 from typing import Any, Literal, TypeVar
 
 from agentrft.messages import Message, ToolCall, tool_reply, user
@@ -34,6 +35,9 @@ T = TypeVar("T")
 #: A reward may be async (a judge reward awaits its model call on the loop).
 RewardFn = Callable[[Any, Trajectory], "RewardResult | Awaitable[RewardResult]"]
 EpisodeCallback = Callable[[Trajectory], Any]
+#: The task of the episode whose policy session is being opened (`Task.task_of` of its row);
+#: set only around `Policy.session()`, so it never leaks into another episode.
+EPISODE_TASK: ContextVar[str | None] = ContextVar("agentrft_episode_task", default=None)
 
 
 async def run_episode(
@@ -90,7 +94,13 @@ async def run_episode(
     traj.tools = tools
     messages: list[Message] = task.initial_messages(instance)
     traj.messages = messages
-    session = policy.session()
+    # The row's task is visible while the session opens: a policy that serves several
+    # tasks (a mixture's experts, agentrft.mixture) picks the one for this episode.
+    token = EPISODE_TASK.set(traj.task)
+    try:
+        session = policy.session()
+    finally:
+        EPISODE_TASK.reset(token)
     deadline = started + limits.timeout_s
 
     cut_off = await _play(

@@ -53,12 +53,21 @@ def show(
     from agentrft.config import dump_config, load_config
 
     resolved = load_config(config, overrides=set_ or [], values={"task": task})
-    the_task = load_task(resolved.task) if resolved.task else None
+    from agentrft.mixture import resolve_task
+
+    the_task = (
+        resolve_task(tasks=resolved.tasks)  # several tasks: the mixture they make
+        if resolved.tasks
+        else load_task(resolved.task)
+        if resolved.task
+        else None
+    )
     notes: list[str] = []
     if backend is not None:
         if the_task is None:
             raise CliError(
-                "config show --backend needs a task (--task NAME or `task` in the config): "
+                "config show --backend needs a task (--task NAME, or `task` or `tasks` in "
+                "the config): "
                 "what a run uses depends on it"
             )
         impl = load_backend(backend)
@@ -79,7 +88,12 @@ def show(
 
 def _with_task_limits(config: Any, task: Any) -> Any:
     """`config` whose `limits` are those an episode of `task` gets (the task's own where the
-    config sets none)."""
+    config sets none). Several tasks: each plays under its own limits, so the config's
+    own `limits` are shown as they are."""
+    from agentrft.mixture import MixtureTask
+
+    if isinstance(task, MixtureTask):
+        return config
     merged = episode_limits(task, config)
     return config.model_copy(
         update={"limits": config.limits.model_copy(update=merged.model_dump())}
