@@ -44,13 +44,18 @@ def test_probes_land_in_the_tier_their_play_earns(task, probe_games):
     # Shaping follows TextArena's percentage completion: a loss close to the answer beats
     # one far from it, in every game.
     by_label = {(label, seed): t.reward.total for label, seed, t in probe_games(task)}
-    for seed in (11, 23, 38, 104, 57):
-        near, far = (
-            (by_label[("loss, last guess next to the target", seed)], by_label[("loss, last guess far from the target", seed)])
-            if task.game == "guess_the_number"
-            else (by_label[("loss, last guess two pegs away", seed)], by_label[("loss, last guess with two white pegs", seed)])
-        )  # fmt: skip
-        assert near > far
+    near_far = {
+        "guess_the_number": ("loss, last guess next to the target", "loss, last guess far from the target"),
+        "mastermind": ("loss, last guess two pegs away", "loss, last guess with two white pegs"),
+        "lights_out": ("loss, half the solution then idle presses", "loss, one cell pressed twenty times"),
+    }[task.game]  # fmt: skip
+    gaps = [by_label[(near_far[0], s)] - by_label[(near_far[1], s)] for s in (11, 23, 38, 104, 57)]
+    if task.game == "lights_out":
+        # Twenty presses of one cell leave the board as it was (completion 0, the tier's
+        # floor); half the solution usually switches lights off but can leave more on.
+        assert min(gaps) >= 0 and sum(g > 0 for g in gaps) >= 3, gaps
+    else:
+        assert min(gaps) > 0, gaps
 
 
 def replay_in_textarena(env_id: str, seed: int, moves: list[str]) -> tuple[bool, dict, dict, str]:

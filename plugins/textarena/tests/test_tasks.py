@@ -16,12 +16,12 @@ from agentrft import TaskInputError
 AGENTRFT = Path(sys.executable).with_name("agentrft")
 
 
-def test_agentrft_tasks_lists_both_games():
+def test_agentrft_tasks_lists_every_game():
     out = subprocess.run(
         [str(AGENTRFT), "tasks"], capture_output=True, text=True, check=True,
         env={**os.environ, "COLUMNS": "300"},
     ).stdout  # fmt: skip
-    for name in ("textarena_guess_the_number", "textarena_mastermind"):
+    for name in ("textarena_guess_the_number", "textarena_mastermind", "textarena_lights_out"):
         assert name in out
     assert "agentrft-textarena" in out
 
@@ -81,5 +81,5 @@ def test_dataset_make_cli_prints_the_rows(task):
 
 def test_user_prompt_is_textarenas_first_observation(task):
     prompt = task.user_prompt(ArenaInstance(seed=5))
-    assert prompt.startswith("[GAME] You ")
-    assert ("Guess The Number" in prompt) or ("Mastermind" in prompt)
+    assert prompt.startswith(("[GAME] You ", "[GAME] Welcome to Lights Out!"))
+    assert any(g in prompt for g in ("Guess The Number", "Mastermind", "Lights Out"))

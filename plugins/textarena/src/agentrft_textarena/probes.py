@@ -65,17 +65,45 @@ def _mastermind_probes(secret: list[int]) -> Iterator[tuple[str, list[Any]]]:
     yield "unfinished, one move then text", [_move(_code(poor)), "I give up."]
 
 
+def _lights_out_probes(board: list[list[bool]]) -> Iterator[tuple[str, list[Any]]]:
+    from agentrft_textarena.experts import lights_out_presses
+
+    solution = lights_out_presses(board)
+    # LightsOut-v0 ends at 20 presses, scored by the share of the lights on at the start
+    # that are off now. A cell pressed 20 times leaves the board as it was: completion 0.
+    idle = (0, 0) if (0, 0) not in solution else (4, 4)
+    yield "loss, one cell pressed twenty times", [_move(f"[{idle[0]} {idle[1]}]")] * 20
+    partial = solution[: len(solution) // 2]
+    pad = 20 - len(partial)
+    presses = [*partial, *[idle] * (pad - pad % 2)]
+    if pad % 2:  # an odd pad would toggle `idle` once: press a solution cell twice instead
+        presses = [*presses, partial[0]] if partial else [*presses, idle]
+    yield "loss, half the solution then idle presses", [_move(f"[{r} {c}]") for r, c in presses]
+    yield "invalid, two off-board presses", [_move("[9 9]"), _move("[5 0]")]
+    yield (
+        "invalid after half the solution",
+        [*(_move(f"[{r} {c}]") for r, c in partial), _move("x"), _move("[1]")],
+    )
+    first = solution[0]
+    yield (
+        "warned once, then the solution",
+        [_move("[7 7]"), *(_move(f"[{r} {c}]") for r, c in solution)],
+    )
+    yield "unfinished, one move then text", [_move(f"[{first[0]} {first[1]}]"), "I give up."]
+
+
 def probe_games(task: TextArenaTask, seed: int) -> Iterator[tuple[str, list[Any] | None]]:
     """(label, replies or None for the expert) for a game of `seed`."""
     from agentrft_textarena.task import ArenaInstance
 
     secret = task.secret(task.new_game(ArenaInstance(seed=seed)))
     yield "expert", None
-    yield from (
-        _guess_the_number_probes(secret)
-        if task.game == "guess_the_number"
-        else _mastermind_probes(secret)
-    )
+    families = {
+        "guess_the_number": _guess_the_number_probes,
+        "mastermind": _mastermind_probes,
+        "lights_out": _lights_out_probes,
+    }
+    yield from families[task.game](secret)
     yield "unfinished, text instead of a move", ["I would rather not play."]
 
 

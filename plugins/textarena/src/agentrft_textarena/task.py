@@ -79,6 +79,8 @@ class TextArenaTask(Task[ArenaInstance, TextArenaEnvironment]):
     #: The expert's key in `experts.expert_policy`.
     game: ClassVar[str] = ""
     tiers: ClassVar[TieredReward | None] = TIERS
+    #: Whether the game has hidden state (the number, the code) the policy must not see.
+    has_secret: ClassVar[bool] = True
 
     # -- rows ------------------------------------------------------------------------------
     def parse(self, prompt: str) -> ArenaInstance:
@@ -102,7 +104,9 @@ class TextArenaTask(Task[ArenaInstance, TextArenaEnvironment]):
                 f'{self.name} row "seed" must be a non-negative integer, got {seed!r}'
             )
         row_id = data.get("id")
-        return ArenaInstance(seed=seed, id=None if row_id is None else str(row_id))
+        instance = ArenaInstance(seed=seed, id=None if row_id is None else str(row_id))
+        self.new_game(instance)  # a seed TextArena cannot reset fails here, not mid-episode
+        return instance
 
     def make_dataset(self, split: str, n: int | None, seed: int) -> list[dict[str, Any]]:
         """`n` rows (default 128) of seeded games; the splits' seeds end in different
@@ -136,17 +140,29 @@ class TextArenaTask(Task[ArenaInstance, TextArenaEnvironment]):
         return {"prompt": json.dumps(inner)}
 
     def usable_seed(self, seed: int) -> bool:
-        """Whether a game of `seed` keeps its secret out of the prompt (default: always)."""
+        """Whether `seed` makes a game fit for a row (default: TextArena can reset it)."""
+        try:
+            self.new_game(ArenaInstance(seed=seed))
+        except TaskInputError:
+            return False
         return True
 
     def instance_id(self, instance: ArenaInstance) -> str | None:
         return instance.id
 
     def new_game(self, instance: ArenaInstance) -> ArenaGame:
-        return ArenaGame(self.env_id, instance.seed)
+        """A fresh TextArena game of the instance's seed."""
+        try:
+            return ArenaGame(self.env_id, instance.seed)
+        except Exception as exc:  # TextArena's own reset failing on this seed
+            raise TaskInputError(
+                f"{self.name}: TextArena's {self.env_id} could not reset with seed "
+                f"{instance.seed} ({type(exc).__name__}: {exc}); use another seed"
+            ) from None
 
     def secret(self, game: ArenaGame) -> Any:
-        """The game's hidden state (for `hidden_values` and tests)."""
+        """What the player must find or undo: the hidden state (the number, the code), or
+        the starting board where nothing is hidden (for `hidden_values` and tests)."""
         raise NotImplementedError
 
     # -- episode ---------------------------------------------------------------------------
@@ -223,7 +239,10 @@ class MastermindTask(TextArenaTask):
     def usable_seed(self, seed: int) -> bool:
         # The rules prompt shows [2 1 4 5] as its format example: a game with that code
         # would print its answer before the first move.
-        return self.secret(ArenaGame(self.env_id, seed)) != MASTERMIND_EXAMPLE
+        return (
+            super().usable_seed(seed)
+            and self.secret(ArenaGame(self.env_id, seed)) != MASTERMIND_EXAMPLE
+        )
 
     def hidden_values(self, instance: ArenaInstance) -> list[str]:
         code = self.secret(self.new_game(instance))
@@ -231,4 +250,22 @@ class MastermindTask(TextArenaTask):
         return [f"[{spaced}]", spaced, "".join(map(str, code)), str(code)]
 
 
-TASKS: tuple[type[TextArenaTask], ...] = (GuessTheNumberTask, MastermindTask)
+class LightsOutTask(TextArenaTask):
+    """TextArena's LightsOut-v0: switch a scrambled 5x5 grid off in 20 presses.
+
+    The board is the whole state and is shown: there is no secret to hide.
+    """
+
+    name: ClassVar[str] = "textarena_lights_out"
+    description: ClassVar[str] = "TextArena LightsOut-v0: turn a scrambled 5x5 grid off"
+    env_id: ClassVar[str] = "LightsOut-v0"
+    game: ClassVar[str] = "lights_out"
+    has_secret: ClassVar[bool] = False
+    # 20 presses, each may be preceded by one warned invalid move.
+    limits: ClassVar[EpisodeLimits] = EpisodeLimits(max_turns=42, max_tool_calls=42)
+
+    def secret(self, game: ArenaGame) -> list[list[bool]]:
+        return [list(row) for row in game.game_state["grid"]]
+
+
+TASKS: tuple[type[TextArenaTask], ...] = (GuessTheNumberTask, MastermindTask, LightsOutTask)
