@@ -8,6 +8,8 @@ import threading
 import pytest
 from agentrft_textarena.arena import ArenaGame
 
+from agentrft import evaluate, run_sync
+
 
 def test_a_game_is_a_function_of_its_seed_and_leaves_the_global_stream_alone():
     random.seed(1234)
@@ -54,3 +56,18 @@ def test_observe_shows_new_game_messages_without_the_players_echo():
     assert (out.done, out.reward, out.invalid_move) == (True, 1.0, False)
     with pytest.raises(RuntimeError, match="the game is over"):
         game.step("[3]")
+
+
+def test_games_make_reset_and_play_without_the_network(task, monkeypatch):
+    """No game fetches data (nltk.download, word lists) when made, reset or stepped."""
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("network use attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    rows = [r["prompt"] for r in task.make_dataset("test", 8, seed=0)]
+    (report,), _ = run_sync(evaluate(task, rows, task.expert()))
+    assert report.solve_rate == 1.0

@@ -3,7 +3,11 @@ TextArena's own outcome from an independent env replaying the same moves."""
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import textarena as ta
@@ -125,3 +129,13 @@ def test_reward_agrees_with_textarenas_outcome_on_replayed_moves(task, probe_gam
 def test_score_outcome_by_hand(outcome, tier, total):
     assert outcome_tier(outcome) == tier
     assert score_outcome(outcome).total == pytest.approx(total)
+
+
+def test_reward_check_cli_passes(task):
+    exe = Path(sys.executable).with_name("agentrft")
+    proc = subprocess.run(
+        [str(exe), "reward", "check", "--task", task.name], capture_output=True, text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ok: reward order holds" in proc.stdout

@@ -8,7 +8,7 @@ progress or none, or never finish it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from agentrft import RewardSample, Trajectory, call, replay_policy, run_episode, run_sync
@@ -98,7 +98,7 @@ def probe_games(task: TextArenaTask, seed: int) -> Iterator[tuple[str, list[Any]
 
     secret = task.secret(task.new_game(ArenaInstance(seed=seed)))
     yield "expert", None
-    families = {
+    families: dict[str, Callable[[Any], Iterator[tuple[str, list[Any]]]]] = {
         "guess_the_number": _guess_the_number_probes,
         "mastermind": _mastermind_probes,
         "lights_out": _lights_out_probes,
