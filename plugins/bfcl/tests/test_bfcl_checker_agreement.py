@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -197,3 +198,38 @@ async def test_tool_replies_and_schemas_are_bfcls(task: BfclMultiTurnTask, entry
                 theirs.extend(results)
         assert ours == theirs and ours, (entry_id, policy.name)
         assert json.dumps(ours)  # plain strings, as BFCL sends them
+
+
+async def test_calls_the_checker_would_eval_as_code_run_nothing(
+    task: BfclMultiTurnTask, tmp_path: Path
+) -> None:
+    """BFCL's checker evals call strings built from the model's names and keys. A call to
+    a builtin (`open(file=..., mode='w')` truncates a file) or a key carrying code must not
+    run: they reach the checker as an undefined name, and the verdict is BFCL's anyway."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    marker = tmp_path / "marker"
+    injected = f"a=__import__('pathlib').Path({str(marker)!r}).touch(),b"
+    hostile = [
+        call("open", {"file": str(victim), "mode": "w"}),
+        call("__import__", {"name": "os"}),
+        call("ls", {injected: 1}),
+    ]
+
+    def step(m: list[Any], t: list[dict]) -> Any:
+        out = expert_step(m, t)
+        return hostile + out if not isinstance(out, str) else out
+
+    rec = Recorder(ScriptedPolicy(step, name="hostile"))
+    traj = await run_episode(task, row("multi_turn_base_0"), rec)
+    assert victim.read_text() == "keep me" and not marker.exists()
+    assert traj.reward is not None and traj.reward.solved  # the expert's calls still count
+    expert_calls = sum(len(t) for t in suite.entry("multi_turn_base_0").ground_truth)
+    assert traj.reward.components["calls"] == expert_calls  # the refused ones do not count
+
+    silent = Recorder(
+        ScriptedPolicy(lambda m, t: hostile if m[-1].role == "user" else DONE, name="only_hostile")
+    )
+    traj = await run_episode(task, row("multi_turn_base_0"), silent)
+    assert victim.read_text() == "keep me" and not marker.exists()
+    assert traj.reward is not None and traj.reward.outcome == "no_valid_call"

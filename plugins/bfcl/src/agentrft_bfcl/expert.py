@@ -49,7 +49,7 @@ def _find(asked: tuple[str, ...], names: frozenset[str]) -> suite.Entry | None:
     user message tells them apart)."""
     for e in _by_first_turn().get(asked[0], []) if asked else []:
         turns = ["\n\n".join(t) for t in e.turns]
-        if turns[: len(asked)] == list(asked) and _tool_names(e.id) == names:
+        if turns[: len(asked)] == list(asked) and suite.tool_names(e.id) == names:
             return e
     return None
 
@@ -61,11 +61,6 @@ def _by_first_turn() -> dict[str, list[suite.Entry]]:
         for e in suite.entries(category).values():
             index.setdefault("\n\n".join(e.turns[0]), []).append(e)
     return index
-
-
-@cache
-def _tool_names(entry_id: str) -> frozenset[str]:
-    return frozenset(t["function"]["name"] for t in suite.openai_tools(suite.entry(entry_id)))
 
 
 def ground_truth_call(entry: suite.Entry, source: str) -> ToolCall:

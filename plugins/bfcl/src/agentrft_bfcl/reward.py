@@ -9,7 +9,7 @@ do, which is exactly BFCL's verdict. The tiers:
 - all_turns_pass: BFCL's checker accepts the entry (solved);
 - some_turns_pass: a prefix of the turns passes, shaping 2 * passed / turns - 1 in a band;
 - no_turn_passes: the first turn already fails, but the model made a decodable call;
-- no_valid_call: not a single decodable call (or a bad row).
+- no_valid_call: not a single decodable call to one of the entry's tools (or a bad row).
 """
 
 from __future__ import annotations
@@ -49,9 +49,10 @@ class Decoded:
     calls: int
 
 
-def decode_trajectory(trajectory: Trajectory, n_turns: int) -> Decoded:
+def decode_trajectory(trajectory: Trajectory, n_turns: int, allowed: frozenset[str]) -> Decoded:
     """The model's steps per user turn. A turn ends where the loop sent the next user
-    message; a step that does not decode is skipped, as BFCL's evaluation skips it."""
+    message; a step that does not decode is skipped, as BFCL's evaluation skips it; calls
+    outside `allowed` (the entry's tools) are refused (`suite.decode_step`)."""
     turns: list[list[list[str]]] = [[] for _ in range(n_turns)]
     steps = [0] * n_turns
     current = 0
@@ -63,10 +64,10 @@ def decode_trajectory(trajectory: Trajectory, n_turns: int) -> Decoded:
             steps[current] += 1
             if steps[current] > suite.STEP_LIMIT and forced is None:
                 forced = current
-            step = suite.decode_step([(c.name, c.arguments) for c in tool_calls])
+            step = suite.decode_step([(c.name, c.arguments) for c in tool_calls], allowed)
             if step:
                 turns[current].append(step)
-                calls += len(step)
+                calls += sum(1 for c in step if c != suite.REFUSED_CALL)
         if any(m.role == "user" for m in turn.tool_messages):
             current += 1
     return Decoded(turns, forced, calls)
@@ -103,5 +104,5 @@ def score(entry: suite.Entry, decoded: Decoded, verdicts: list[bool]) -> RewardR
 
 def bfcl_reward(entry: suite.Entry, trajectory: Trajectory) -> RewardResult:
     """Score one finished episode of `entry` with BFCL's checker."""
-    decoded = decode_trajectory(trajectory, len(entry.ground_truth))
+    decoded = decode_trajectory(trajectory, len(entry.ground_truth), suite.tool_names(entry.id))
     return score(entry, decoded, turn_verdicts(entry, decoded))

@@ -17,6 +17,8 @@ from __future__ import annotations
 import copy
 import importlib
 import inspect
+import json
+import keyword
 import os
 import tempfile
 import threading
@@ -49,6 +51,7 @@ STEP_LIMIT = MAXIMUM_STEP_LIMIT
 
 __all__ = [
     "CATEGORIES",
+    "REFUSED_CALL",
     "STEP_LIMIT",
     "Entry",
     "check_turns",
@@ -57,6 +60,7 @@ __all__ = [
     "entry",
     "load_instances",
     "openai_tools",
+    "tool_names",
 ]
 
 
@@ -122,6 +126,12 @@ def openai_tools(e: Entry) -> list[dict[str, Any]]:
     )
 
 
+@cache
+def tool_names(entry_id: str) -> frozenset[str]:
+    """The names of the tools entry `entry_id` offers."""
+    return frozenset(t["function"]["name"] for t in openai_tools(entry(entry_id)))
+
+
 def load_instances(e: Entry) -> dict[str, Any]:
     """Fresh instances of the entry's API classes with its initial_config loaded, exactly as
     `execute_multi_turn_func_call` makes them (stateless classes get no scenario)."""
@@ -146,14 +156,35 @@ def public_methods(instances: dict[str, Any]) -> dict[str, Any]:
     return methods
 
 
-def decode_step(calls: list[tuple[str, str]]) -> list[str] | None:
+#: What a refused call becomes in the checker's input: a name nothing defines, so BFCL's
+#: executor records "Error during execution: name ... is not defined" and runs nothing.
+REFUSED_CALL = "agentrft_refused_call()"
+
+
+def decode_step(calls: list[tuple[str, str]], allowed: frozenset[str]) -> list[str] | None:
     """One step's tool calls (name, JSON arguments) as BFCL's OpenAI FC decoder writes them
     (`convert_to_function_call`: `name(k=repr(v),...)`); None when the step does not decode
-    (BFCL's evaluation then skips the step)."""
-    try:
-        return list(convert_to_function_call([{name: arguments} for name, arguments in calls]))
-    except Exception:  # invalid JSON, arguments that are not an object: BFCL skips the step
-        return None
+    (BFCL's evaluation then skips the step).
+
+    BFCL's checker `eval`s these strings, and the name and argument keys are the model's
+    text: a call to a name outside `allowed` (the entry's tools) or with a key that is not
+    a plain identifier becomes `REFUSED_CALL`, which fails in the executor as the original
+    would (an undefined name, a syntax error) without running anything, e.g. a call named
+    `open` with `{"file": ..., "mode": "w"}`. The checker's verdict is unchanged: such a
+    call changes no state and its error matches no ground-truth result.
+    """
+    out: list[str] = []
+    for name, arguments in calls:
+        try:
+            (decoded,) = convert_to_function_call([{name: arguments}])
+            values = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except Exception:  # invalid JSON, arguments that are not an object: BFCL skips the step
+            return None
+        safe = name in allowed and all(
+            isinstance(k, str) and k.isidentifier() and not keyword.iskeyword(k) for k in values
+        )
+        out.append(decoded if safe else REFUSED_CALL)
+    return out
 
 
 # BFCL keeps the checker's instances in multi_turn_utils' module globals, named by model and
