@@ -189,3 +189,29 @@ print(json.dumps({"solved": traj.reward.solved, "heavy": heavy}))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {"solved": True, "heavy": []}
+
+
+def test_cli_eval_of_the_expert_prints_the_ceiling_on_validation() -> None:
+    """The acceptance figure as a user gets it: `agentrft eval --policy expert` on the whole
+    validation split (34 entries) solves 100%."""
+    args = [
+        AGENTRFT,
+        "eval",
+        "--task",
+        "bfcl_multi_turn",
+        "--policy",
+        "expert",
+        "--split",
+        "validation",
+        "--n",
+        "34",
+    ]
+    out = subprocess.run(
+        args,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"COLUMNS": "120", "NO_COLOR": "1", "PATH": ""},
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "100.0% (34/34)" in out.stdout and "all_turns_pass: 34" in out.stdout
