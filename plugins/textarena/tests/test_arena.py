@@ -71,3 +71,23 @@ def test_games_make_reset_and_play_without_the_network(task, monkeypatch):
     rows = [r["prompt"] for r in task.make_dataset("test", 8, seed=0)]
     (report,), _ = run_sync(evaluate(task, rows, task.expert()))
     assert report.solve_rate == 1.0
+
+
+def test_a_move_after_the_winning_move_in_the_same_turn_is_not_played():
+    from agentrft_textarena.task import ArenaInstance, GuessTheNumberTask
+
+    from agentrft import ToolCall, call, replay_policy, run_episode
+
+    task = GuessTheNumberTask()
+    instance = ArenaInstance(seed=9)
+    target = task.secret(task.new_game(instance))
+    both = [call("move", {"action": f"[{target}]"}), call("move", {"action": "[3]"})]
+    traj = run_sync(run_episode(task, task.row(9)["prompt"], replay_policy([both])))
+    assert traj.reward.outcome == "win"
+    assert [m.content for m in traj.turns[0].tool_messages] == ["[GAME] The game is over."]
+    # The environment refuses a move after the end by itself too (not only the loop).
+    env = task.environment(instance)
+    env.game.step(f"[{target}]")
+    result = run_sync(env.call_tool(ToolCall(id="c1", name="move", arguments='{"action": "[3]"}')))
+    assert result.failure == "move_after_game_over"
+    assert env.game.actions == [f"[{target}]"]

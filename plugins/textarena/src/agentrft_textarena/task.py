@@ -21,6 +21,7 @@ from agentrft import (
     Task,
     TaskInputError,
     TieredReward,
+    ToolError,
     Trajectory,
     tool,
 )
@@ -63,6 +64,8 @@ class TextArenaEnvironment(Environment):
         Args:
             action: The move, as the game's rules write it, e.g. "[5]" or "[1 2 3 4]".
         """
+        if self.game.done:  # a second call in the turn that ended the game
+            raise ToolError("The game is over: no more moves.", kind="move_after_game_over")
         done = self.game.step(action)
         reply = self.game.observe()
         if done:
