@@ -233,3 +233,15 @@ async def test_calls_the_checker_would_eval_as_code_run_nothing(
     traj = await run_episode(task, row("multi_turn_base_0"), silent)
     assert victim.read_text() == "keep me" and not marker.exists()
     assert traj.reward is not None and traj.reward.outcome == "no_valid_call"
+
+
+async def test_scoring_leaves_no_instances_in_bfcls_module_globals(task: BfclMultiTurnTask) -> None:
+    """BFCL's executor keeps its instances in multi_turn_utils' globals; a training run
+    scores thousands of episodes, so each check removes its own."""
+    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
+
+    before = set(vars(multi_turn_utils))
+    for policy in (task.expert(), wrong_argument_policy(), truncated_expert(2)):
+        traj = await run_episode(task, row("multi_turn_base_0"), policy)
+        assert traj.reward is not None and traj.reward.components["turns"] == 4
+    assert set(vars(multi_turn_utils)) - before == set()
