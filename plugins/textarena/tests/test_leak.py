@@ -79,3 +79,25 @@ def test_guess_the_number_replies_state_no_number(task):
         for turn in traj.turns:
             for m in turn.tool_messages:
                 assert set(re.findall(r"\d+", m.content or "")) <= {"0"}, m.content
+
+
+def test_no_mastermind_code_is_written_in_the_fixed_texts():
+    """The system prompt, the rules and the tool schema hold no code but the rules' own
+    format example (which rows never use): checked for every one of the 360 codes."""
+    from agentrft_textarena.task import MASTERMIND_EXAMPLE, ArenaInstance, MastermindTask
+
+    task = MastermindTask()
+    by_code: dict[str, ArenaInstance] = {}
+    for seed in range(20000):
+        instance = ArenaInstance(seed=seed)
+        by_code.setdefault(str(task.secret(task.new_game(instance))), instance)
+        if len(by_code) == 360:
+            break
+    assert len(by_code) == 360
+    fixed = [m.content or "" for m in task.initial_messages(ArenaInstance(seed=0))]
+    fixed.append(str(task.environment(ArenaInstance(seed=0)).tool_schemas()))
+    for code, instance in by_code.items():
+        if code == str(MASTERMIND_EXAMPLE):
+            continue
+        for value in task.hidden_values(instance):
+            assert all(value not in text for text in fixed), (code, value)

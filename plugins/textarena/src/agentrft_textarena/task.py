@@ -62,7 +62,7 @@ class TextArenaEnvironment(Environment):
         """Play one move in the game's own notation; returns the game's reply.
 
         Args:
-            action: The move, as the game's rules write it, e.g. "[5]" or "[1 2 3 4]".
+            action: The move, as the game's rules write it, e.g. "[5]" or "[2 3]".
         """
         if self.game.done:  # a second call in the turn that ended the game
             raise ToolError("The game is over: no more moves.", kind="move_after_game_over")
