@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from typer.testing import CliRunner
@@ -254,3 +254,27 @@ def test_config_show_of_a_mixture(tiny_plugins: Any, tmp_path: Any) -> None:
     assert "tasks:\n  find_number: 1.0\n  counter: 1.0\n" in shown.output
     # Each task keeps its own limits: only what the config sets is shown.
     assert "max_turns: 5\n  max_tool_calls: null" in shown.output
+
+
+def test_a_task_that_scores_groups_keeps_doing_so_inside_a_mixture() -> None:
+    from agentrft.group_scoring import GroupScorer, run_grouped_episodes
+    from agentrft.reward import RewardResult
+
+    class RankedNumbers(FindNumberTask):
+        """find_number whose group scorer gives each member its rank in the group."""
+
+        seen: ClassVar[list[int]] = []
+
+        async def score_group(self, group: Any) -> list[RewardResult]:
+            self.seen.append(len(group))
+            return [RewardResult(total=float(i), outcome="ranked") for i in range(len(group))]
+
+    assert not isinstance(mix(), GroupScorer)  # no member scores groups: nothing changes
+    task = MixtureTask({"find_number": RankedNumbers(), "counter": CountingCounter()},
+                       TaskMixture.of({"find_number": 1, "counter": 1}))  # fmt: skip
+    assert isinstance(task, GroupScorer)
+    prompts = [number_row(3)] * 3 + [counter_row(2)] * 3
+    trajs = asyncio.run(run_grouped_episodes(task, prompts, task.expert(), group_size=3))
+    assert RankedNumbers.seen == [3]  # once, for find_number's group only
+    assert [t.reward.total for t in trajs[:3]] == [0.0, 1.0, 2.0]
+    assert all(t.reward.outcome == "exact" for t in trajs[3:])  # counter's own reward

@@ -15,6 +15,7 @@ and per-task evaluation tables group by. Single-task runs never see this module.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import random
@@ -213,6 +214,22 @@ class MixtureTask(Task[MixtureInstance, Environment]):
         )
         self.curriculum_levels = min(t.curriculum_levels for t in self.tasks.values())  # type: ignore[misc]
         self._env_task: weakref.WeakKeyDictionary[Environment, str] = weakref.WeakKeyDictionary()
+        # A task that scores a prompt's rollouts together (score_group, agentrft.group_scoring)
+        # keeps doing so in a mixture; only then is the mixture a group scorer at all, so a
+        # mixture of per-episode rewards runs exactly as those tasks alone do.
+        if any(callable(getattr(t, "score_group", None)) for t in self.tasks.values()):
+            self.score_group = self._score_group
+
+    async def _score_group(self, group: Sequence[Any]) -> Sequence[RewardResult] | None:
+        """The group's task's `score_group` (a group is one row, so one task); None (each
+        episode's own reward) when that task scores episodes alone."""
+        if not group:
+            return None
+        scorer = getattr(self.tasks[self._env_task[group[0].env]], "score_group", None)
+        if scorer is None:
+            return None
+        out = scorer(group)
+        return await out if inspect.isawaitable(out) else out
 
     # -- routing --------------------------------------------------------------------------
 
