@@ -136,3 +136,23 @@ def test_deploy_of_two_tasks_bundles_both_plugins_into_one_runtime(tmp_path: Pat
     validate_request("CreateAgentRuntime", spec.create_request())
     refused = CliRunner().invoke(deploy_cli(), ["deploy", "--task", "wordle,wordel", "--dry-run"])
     assert refused.exit_code == 2 and "task 'wordel' not found" in refused.output
+
+
+def test_the_runtime_process_serves_every_task_in_agentrft_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("agentrft_wordle")
+    pytest.importorskip("agentrft_expense_report")
+    from agentrft.backends.sagemaker.runtime import app as runtime_app
+    from agentrft.backends.sagemaker.runtime import main as runtime_main
+    from agentrft.plugins import PluginError
+
+    built: list[Any] = []
+    monkeypatch.setattr(runtime_app, "build_app", lambda task, **kw: built.append(task) or task)
+    runtime_main.load_app("wordle,expense_report")
+    (task,) = built
+    assert isinstance(task, MixtureTask) and list(task.tasks) == ["wordle", "expense_report"]
+    with pytest.raises(SystemExit, match="serves wordle\\+expense_report; deploy without --reward"):
+        runtime_main.load_app("wordle,expense_report", reward="anything")
+    with pytest.raises(PluginError, match="task 'nope' not found"):
+        runtime_main.load_app("wordle,nope")
