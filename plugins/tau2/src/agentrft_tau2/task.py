@@ -230,12 +230,12 @@ class Tau2TaskBase(Task[Instance, Tau2Env]):
         yield from run_sync(self._episode_samples())
 
     async def _episode_samples(self) -> list[RewardSample]:
-        ids = self.task_ids("validation")[:3]
+        # Each behaviour on the first three validation tasks its mistake changes.
+        ids = self.task_ids("validation")
+        tasks = domain_tasks(self.domain)
         out = []
         for tier, label, make, mistake in experts.BEHAVIOURS:
-            for task_id in ids:
-                if not experts.applies(mistake, self.domain, domain_tasks(self.domain)[task_id]):
-                    continue
+            for task_id in [i for i in ids if experts.applies(mistake, self.domain, tasks[i])][:3]:
                 prompt = json.dumps({"domain": self.domain, "task_id": task_id})
                 traj = await run_episode(self, prompt, make())
                 assert traj.reward is not None
