@@ -278,3 +278,15 @@ def test_a_task_that_scores_groups_keeps_doing_so_inside_a_mixture() -> None:
     assert RankedNumbers.seen == [3]  # once, for find_number's group only
     assert [t.reward.total for t in trajs[:3]] == [0.0, 1.0, 2.0]
     assert all(t.reward.outcome == "exact" for t in trajs[3:])  # counter's own reward
+
+
+def test_a_bad_share_in_a_file_is_one_line_and_exit_1(tiny_plugins: Any, tmp_path: Any) -> None:
+    path = tmp_path / "mix.yaml"
+    path.write_text("tasks: {find_number: 0.5, counter: -0.5}\n")
+    env = {"COLUMNS": "300", "NO_COLOR": "1"}
+    result = CliRunner().invoke(create_app(), ["config", "show", "-c", str(path)], env=env)
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"error: {path}: tasks.counter: the share must be a finite number above 0, got -0.5; "
+        "drop the task to leave it out"
+    )

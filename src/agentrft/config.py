@@ -167,7 +167,7 @@ class Config(Section):
 
         if info.data.get("task"):
             raise ValueError(
-                f"set either `task` ({info.data['task']!r}) or `tasks`, not both; a "
+                f"tasks: set either `task` ({info.data['task']!r}) or `tasks`, not both; a "
                 "multi-task run names every task under `tasks`"
             )
         TaskMixture.of(value, source="tasks")
@@ -398,6 +398,9 @@ def explain_validation(
         key = ".".join(loc)
         if err["type"] == "extra_forbidden":
             lines.append(f"{source}: {_unknown_key(model, loc, err.get('input'))}")
+        elif err["type"] == "value_error" and str(err["ctx"]["error"]).startswith(key):
+            # A validator's own message names the key and the fix (tasks.wordle: ...).
+            lines.append(f"{source}: {err['ctx']['error']}")
         else:
             lines.append(f"{source}: {key}: {err['msg']} (got {short(err.get('input'))})")
     if len(errors) > _MAX_ERRORS:
