@@ -3,6 +3,7 @@ the system prompt, tau2's environment and user, and tau2's own evaluator as the 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -177,9 +178,11 @@ class Tau2TaskBase(Task[Instance, Tau2Env]):
 
     # -- reward -----------------------------------------------------------------------
 
-    def reward(self, env: Tau2Env, trajectory: Trajectory) -> RewardResult:
+    async def reward(self, env: Tau2Env, trajectory: Trajectory) -> RewardResult:
         try:
-            info = self.tau2_score(env, trajectory)
+            # tau2's evaluator builds two environments (a database load each): off the
+            # loop, so the other episodes keep playing.
+            info = await asyncio.to_thread(self.tau2_score, env, trajectory)
         except Exception as exc:
             # tau2's env assertions raise on a missing object (mock's assert_task_status on a
             # task never created): the end state is wrong, so tau2's reward is 0.
