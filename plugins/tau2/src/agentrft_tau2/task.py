@@ -4,6 +4,7 @@ the system prompt, tau2's environment and user, and tau2's own evaluator as the 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -133,8 +134,7 @@ class Tau2TaskBase(Task[Instance, Tau2Env]):
         )
 
     def system_prompt(self, instance: Instance) -> str:
-        policy = new_environment(instance.domain).get_policy()
-        return AGENT_SYSTEM_PROMPT.format(domain_policy=policy, agent_instruction=AGENT_INSTRUCTION)
+        return agent_system_prompt(instance.domain)
 
     def user_prompt(self, instance: Instance) -> str:  # the user speaks through opening()
         raise NotImplementedError("tau2's first user message comes from its user (Tau2Env.opening)")
@@ -245,6 +245,14 @@ class Tau2TaskBase(Task[Instance, Tau2Env]):
                 text = f"{label} on {self.domain}/{task_id} (landed in {traj.reward.outcome})"
                 out.append(RewardSample(TIERS.names.index(tier), tier, text, traj.reward))
         return out
+
+
+@functools.cache
+def agent_system_prompt(domain: str) -> str:
+    """tau2's LLMAgent system prompt for `domain` (one database load per domain, not per
+    episode)."""
+    policy = new_environment(domain).get_policy()
+    return AGENT_SYSTEM_PROMPT.format(domain_policy=policy, agent_instruction=AGENT_INSTRUCTION)
 
 
 def score_reward(info: RewardInfo, *, trajectory_finished: bool) -> RewardResult:
