@@ -93,3 +93,23 @@ def experts_call(name: str, **arguments: Any) -> Any:
     from agentrft import call
 
     return call(name, json.dumps(arguments))
+
+
+async def test_a_failing_user_model_ends_the_episode_with_a_reward_and_no_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentrft.testing import http_error
+
+    task = AirlineTask()
+    with FakeOpenAIServer(
+        lambda m, t: http_error(400, "bad request from the user model")
+    ) as server:
+        monkeypatch.setenv(MODEL_ENV, "openai/fake-user")
+        monkeypatch.setenv(API_BASE_ENV, server.base_url)
+        monkeypatch.setenv(ARGS_ENV, json.dumps({"api_key": "sk-secret-123", "num_retries": 0}))
+        row = json.dumps({"domain": "airline", "task_id": task.task_ids("validation")[0]})
+        traj = await run_episode(task, row, task.expert())
+    assert traj.stop_reason == "user_turn_error"
+    assert traj.turns == []  # the opening failed: the policy was never called
+    assert traj.reward is not None and traj.reward.outcome == "not_finished"
+    assert "sk-secret-123" not in traj.model_dump_json()
