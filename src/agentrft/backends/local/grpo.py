@@ -38,9 +38,9 @@ from agentrft.backends.local.sequences import TrainSequence, trajectory_sequence
 from agentrft.backends.local.trainer import LoRATrainer
 from agentrft.backends.local.view import LiveView
 from agentrft.config import Config
-from agentrft.mixture import MixtureTask, per_task_metrics
 from agentrft.group_scoring import run_grouped_episodes
 from agentrft.judges import judge_metrics
+from agentrft.mixture import MixtureTask, per_task_metrics
 from agentrft.policy import Sampling
 from agentrft.rollout import RewardFn
 from agentrft.task import EpisodeLimits, Task
