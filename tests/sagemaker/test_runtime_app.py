@@ -28,6 +28,7 @@ from agentrft.backends.sagemaker.runtime.job_runtime import JobRuntimeReporter
 from agentrft.backends.sagemaker.runtime.payload import JOB_ARN_HEADER
 from agentrft.backends.sagemaker.testing.loopback import LoopbackJobRuntime, Recorded
 from agentrft.policies.scripted import ScriptedPolicy, call
+from agentrft.testing import FakeOpenAIServer, rubric_judge
 from agentrft.trajectory import Trajectory
 
 JOB_ARN = "arn:aws:sagemaker:us-east-1:111122223333:job/AgentRFT/smoke-test"
@@ -649,13 +650,27 @@ def _installed_tasks() -> list[str]:
         return []
 
 
+@pytest.fixture
+def loopback_judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    """A rubric judge on 127.0.0.1 named by the `AGENTRFT_JUDGE_*` variables a judged task
+    reads (the runtime scores each rollout alone, so the rubric mode)."""
+    with FakeOpenAIServer(rubric_judge(lambda view: 0.5)) as server:
+        monkeypatch.setenv("AGENTRFT_JUDGE_MODEL", "judge")
+        monkeypatch.setenv("AGENTRFT_JUDGE_BASE_URL", server.base_url)
+        monkeypatch.setenv("AGENTRFT_JUDGE_API_KEY", "sk-loopback-judge")
+        monkeypatch.setenv("AGENTRFT_JUDGE_MODE", "rubric")
+        yield server
+
+
 @pytest.mark.parametrize("name", _installed_tasks() or ["none-installed"])
-def test_any_installed_task_plays_through_the_runtime_with_its_expert(aws: None, name: str) -> None:
+def test_any_installed_task_plays_through_the_runtime_with_its_expert(
+    aws: None, loopback_judge: FakeOpenAIServer, name: str
+) -> None:
     from agentrft.plugins import get_plugins
 
     if name == "none-installed":
         pytest.skip("no task plugins installed")
-    task = get_plugins().task(name)
+    task = get_plugins().task(name)  # a judged task takes its judge from loopback_judge
     expert = task.expert()
     try:
         rows = task.make_dataset("train", 1, 0)
