@@ -179,7 +179,7 @@ class NotATask:
     name = "not_a_task"
 
 
-class HalfTask(Task):  # parse, environment, reward, user_prompt missing
+class HalfTask(Task):  # parse, environment, reward missing (user_prompt has a default)
     name: ClassVar[str] = "half"
 
 
@@ -197,7 +197,7 @@ class Returns:
         (
             "agentrft_tasks",
             [HalfTask],
-            "task class HalfTask does not implement environment, parse, reward, user_prompt",
+            "task class HalfTask does not implement environment, parse, reward",
         ),
         ("agentrft_backends", [FindNumberTask], "which is not a Backend subclass"),
         ("agentrft_rewards", {"r": 3}, "reward 'r' is 3, not a NamedReward or callable"),

@@ -17,6 +17,7 @@ from agentrft import (
     PolicyError,
     RewardResult,
     ScriptedPolicy,
+    Task,
     Trajectory,
     call,
     replay_policy,
@@ -420,6 +421,29 @@ async def test_async_user_turns_open_and_continue_the_episode_until_the_user_sto
     assert [m.role for m in traj.turns[1].tool_messages] == ["user"]
     assert len(traj.turns) == 3  # two answers continued the episode, the third ended it
     assert traj.stop_reason == "done" and traj.failures == []
+
+
+class _UserFirstTask(_SimulatedUserTask):
+    """No fixed first message: the task leaves `user_prompt` at its default (None)."""
+
+    def user_prompt(self, instance: Any) -> str | None:
+        return Task.user_prompt(self, instance)
+
+
+async def test_a_task_without_a_first_message_lets_the_user_speak_first() -> None:
+    first: list[list[tuple[str, str]]] = []
+
+    def policy(messages: list[Message], tools: list[dict[str, Any]]) -> Any:
+        if not first:
+            first.append([(m.role, m.content or "") for m in messages])
+        return "a text answer"
+
+    traj = await run_episode(
+        _UserFirstTask(patience=0), json.dumps({"target": 8}), ScriptedPolicy(policy)
+    )
+    # Only the opening's message reached the policy as a user turn: no empty first message.
+    assert [m for m in first[0] if m[0] == "user"] == [("user", "hello from the user")]
+    assert traj.stop_reason == "done"
 
 
 async def test_a_failing_user_turn_ends_the_episode_with_a_reward() -> None:

@@ -267,7 +267,7 @@ class MixtureTask(Task[MixtureInstance, Environment]):
     def system_prompt(self, instance: MixtureInstance) -> str | None:
         return self.tasks[instance.task].system_prompt(instance.instance)
 
-    def user_prompt(self, instance: MixtureInstance) -> str:
+    def user_prompt(self, instance: MixtureInstance) -> str | None:
         return self.tasks[instance.task].user_prompt(instance.instance)
 
     def initial_messages(self, instance: MixtureInstance) -> list[Message]:

@@ -78,16 +78,20 @@ class Task(ABC, Generic[InstanceT, EnvT]):
     def system_prompt(self, instance: InstanceT) -> str | None:
         return None
 
-    @abstractmethod
-    def user_prompt(self, instance: InstanceT) -> str:
-        """The first user message (must not contain hidden fields)."""
+    def user_prompt(self, instance: InstanceT) -> str | None:
+        """The first user message (must not contain hidden fields). Every task with a fixed
+        first message sets it; None (the default) only where a user in the loop speaks
+        first through `Environment.opening()`."""
+        return None
 
     def initial_messages(self, instance: InstanceT) -> list[Message]:
         msgs = []
         sp = self.system_prompt(instance)
         if sp:
             msgs.append(system(sp))
-        msgs.append(user(self.user_prompt(instance)))
+        first = self.user_prompt(instance)
+        if first is not None:
+            msgs.append(user(first))
         return msgs
 
     def curriculum(self, instance: InstanceT, level: int) -> InstanceT:

@@ -136,9 +136,6 @@ class Tau2TaskBase(Task[Instance, Tau2Env]):
     def system_prompt(self, instance: Instance) -> str:
         return agent_system_prompt(instance.domain)
 
-    def user_prompt(self, instance: Instance) -> str:  # the user speaks through opening()
-        raise NotImplementedError("tau2's first user message comes from its user (Tau2Env.opening)")
-
     def initial_messages(self, instance: Instance) -> list[Message]:
         # tau2's orchestrator: the agent greets, the user answers (Tau2Env.opening).
         return [system(self.system_prompt(instance)), assistant(GREETING)]

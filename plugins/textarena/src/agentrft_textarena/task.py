@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+from abc import abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -163,10 +164,10 @@ class TextArenaTask(Task[ArenaInstance, TextArenaEnvironment]):
                 f"{instance.seed} ({type(exc).__name__}: {exc}); use another seed"
             ) from None
 
+    @abstractmethod
     def secret(self, game: ArenaGame) -> Any:
         """What the player must find or undo: the hidden state (the number, the code), or
         the starting board where nothing is hidden (for `hidden_values` and tests)."""
-        raise NotImplementedError
 
     # -- episode ---------------------------------------------------------------------------
     def system_prompt(self, instance: ArenaInstance) -> str:
