@@ -21,31 +21,15 @@ from agentrft import (
     run_sync,
 )
 from agentrft.judges import JudgeAnswerError, parse_verdict
-from agentrft.testing import FakeOpenAIServer, http_error, malformed_body, slow
+from agentrft.testing import FakeOpenAIServer, http_error, judge_body, malformed_body, slow
 from agentrft.testing.tasks import FindNumberTask
 
 KEY = "sk-judge-secret-0123456789abcdef"
 
 
 def answer(content: str, prompt_tokens: int = 120, completion_tokens: int = 30) -> dict:
-    """A raw chat.completion body with exact usage."""
-    return {
-        "id": "chatcmpl-judge",
-        "object": "chat.completion",
-        "model": "judge-model",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }
+    """A raw chat.completion body with exact usage (this file's default token counts)."""
+    return judge_body(content, prompt_tokens, completion_tokens)
 
 
 def judge_for(server: FakeOpenAIServer, **kwargs) -> RubricJudge:
