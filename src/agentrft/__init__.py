@@ -13,6 +13,7 @@ from agentrft.backend import (
     TrainOptions,
     TrainResult,
 )
+from agentrft.bundle_options import BundleOptions
 from agentrft.config import Config, Section
 from agentrft.environment import Environment
 from agentrft.evaluation import EvalReport, evaluate
@@ -45,6 +46,7 @@ __all__ = [
     "Backend",
     "BackendError",
     "BackendUnavailable",
+    "BundleOptions",
     "CliOption",
     "Completion",
     "Config",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from agentrft.bundle_options import BundleOptions
     from agentrft.trajectory import Trajectory
 
 PROJECT = "agentrft"
@@ -65,6 +66,15 @@ def agentrft_advantages() -> dict[str, Any]:
     that `advantage_method: NAME` selects in the local engine (built in: `group_based`, and
     `group_based_per_turn`, which credits each turn from `RewardResult.per_turn`)."""
     return {}
+
+
+@hookspec
+def agentrft_bundle_options(tasks: list[str]) -> BundleOptions | None:
+    """Return how this plugin's dependencies are installed in a runtime bundle (`agentrft
+    deploy`), for `tasks` (its tasks being bundled): `BundleOptions(no_deps=...,
+    requirements=..., platforms=...)`, or None for its plain requirements
+    (docs/sagemaker-runtime.md)."""
+    return None
 
 
 @hookspec
