@@ -5,11 +5,25 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agentrft_bfcl import BfclLongContextTask, BfclMissParamTask, BfclMultiTurnTask
+from agentrft_bfcl.task import TASK_OF_CATEGORY
+
 from agentrft import Message, ScriptedPolicy
 
 
 def row(entry_id: str) -> str:
-    return json.dumps({"task": "bfcl_multi_turn", "id": entry_id})
+    task = TASK_OF_CATEGORY[entry_id.rsplit("_", 1)[0]]
+    return json.dumps({"task": task, "id": entry_id})
+
+
+def task_for(entry_id: str) -> BfclMultiTurnTask:
+    """The task that plays `entry_id`'s category."""
+    category = entry_id.rsplit("_", 1)[0]
+    return next(t() for t in TASKS if t.category == category)
+
+
+#: Every task the plugin registers.
+TASKS = (BfclMultiTurnTask, BfclLongContextTask, BfclMissParamTask)
 
 
 class Recorder(ScriptedPolicy):

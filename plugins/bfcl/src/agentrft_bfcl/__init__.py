@@ -3,12 +3,20 @@
 from agentrft_bfcl.environment import BfclEnv
 from agentrft_bfcl.expert import expert_policy
 from agentrft_bfcl.reward import TIERS, bfcl_reward, decode_trajectory, turn_verdicts
-from agentrft_bfcl.task import BfclInstance, BfclMultiTurnTask, split_of
+from agentrft_bfcl.task import (
+    BfclInstance,
+    BfclLongContextTask,
+    BfclMissParamTask,
+    BfclMultiTurnTask,
+    split_of,
+)
 
 __all__ = [
     "TIERS",
     "BfclEnv",
     "BfclInstance",
+    "BfclLongContextTask",
+    "BfclMissParamTask",
     "BfclMultiTurnTask",
     "bfcl_reward",
     "decode_trajectory",

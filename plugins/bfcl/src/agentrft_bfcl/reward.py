@@ -9,7 +9,13 @@ do, which is exactly BFCL's verdict. The tiers:
 - all_turns_pass: BFCL's checker accepts the entry (solved);
 - some_turns_pass: a prefix of the turns passes, shaping 2 * passed / turns - 1 in a band;
 - no_turn_passes: the first turn already fails, but the model made a decodable call;
-- no_valid_call: not a single decodable call to one of the entry's tools (or a bad row).
+- no_valid_call: not a single decodable call to one of the entry's tools (or a bad row),
+  even where turns with an empty ground truth (miss_param) pass the checker vacuously.
+
+A turn whose ground truth is empty (miss_param's turn without the parameter) is not
+checked by BFCL's `multi_turn_checker` (its calls still run, so they shape the state the
+next turn is checked on); bfcl-eval 2026.3.23 imports `multi_turn_irrelevance_checker`
+in its eval runner but never calls it, so neither does this reward.
 """
 
 from __future__ import annotations
@@ -95,11 +101,13 @@ def score(entry: suite.Entry, decoded: Decoded, verdicts: list[bool]) -> RewardR
     components = {"turns_passed": float(passed), "turns": float(n), "calls": float(decoded.calls)}
     if passed == n:
         return TIERS.score("all_turns_pass", components=components)
+    # Before the prefix count: a turn whose ground truth is empty (miss_param) passes
+    # BFCL's checker whatever the model does, so silence alone must not earn partial credit.
+    if not decoded.calls:
+        return TIERS.score("no_valid_call", components=components)
     if passed > 0:
         return TIERS.score("some_turns_pass", 2 * passed / n - 1, components=components)
-    if decoded.calls:
-        return TIERS.score("no_turn_passes", components=components)
-    return TIERS.score("no_valid_call", components=components)
+    return TIERS.score("no_turn_passes", components=components)
 
 
 def bfcl_reward(entry: suite.Entry, trajectory: Trajectory) -> RewardResult:

@@ -43,9 +43,12 @@ from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import (
 from bfcl_eval.model_handler.utils import convert_to_function_call, convert_to_tool
 from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
 
-#: The categories this plugin plays. multi_turn_long_context, miss_func and miss_param need
-#: more (long scenarios; functions added mid-episode; the irrelevance checker): not yet.
-CATEGORIES = ("multi_turn_base",)
+#: The categories this plugin plays. long_context loads every API class with BFCL's long
+#: scenario (`_load_scenario(..., long_context=True)`, as BFCL decides it from the id);
+#: miss_param has one turn per entry that lacks a parameter and whose ground truth is empty.
+#: miss_func (functions added at a given turn) is not played: the tool list is fixed per
+#: episode here (docs/suite-bfcl.md).
+CATEGORIES = ("multi_turn_base", "multi_turn_long_context", "multi_turn_miss_param")
 #: BFCL ends a turn's inference (and fails the entry) after this many steps in one turn.
 STEP_LIMIT = MAXIMUM_STEP_LIMIT
 

@@ -1,6 +1,12 @@
-"""`BfclMultiTurnTask`: BFCL's multi-turn suite (bfcl-eval) as an agentrft task.
+"""BFCL's multi-turn suite (bfcl-eval) as agentrft tasks, one per BFCL category:
 
-A row names one BFCL entry:
+- `bfcl_multi_turn` (`BfclMultiTurnTask`): multi_turn_base;
+- `bfcl_multi_turn_long_context` (`BfclLongContextTask`): the same kind of entries with
+  BFCL's long scenarios loaded into every API class (long listings, many records);
+- `bfcl_multi_turn_miss_param` (`BfclMissParamTask`): one turn per entry lacks a
+  parameter (its ground truth is empty); the user gives it in a later turn.
+
+A row names one BFCL entry of the task's category:
 
     {"prompt": "{\\"task\\": \\"bfcl_multi_turn\\", \\"id\\": \\"multi_turn_base_12\\"}"}
 
@@ -62,13 +68,31 @@ def _id_order(entry_id: str) -> tuple[str, int]:
     return category, int(number)
 
 
+#: Task name per BFCL category, to point a row of another category at its task.
+TASK_OF_CATEGORY: dict[str, str] = {
+    "multi_turn_base": "bfcl_multi_turn",
+    "multi_turn_long_context": "bfcl_multi_turn_long_context",
+    "multi_turn_miss_param": "bfcl_multi_turn_miss_param",
+}
+
+
 class BfclMultiTurnTask(Task[BfclInstance, BfclEnv]):
-    """BFCL multi-turn (base): stateful APIs over several user turns, BFCL's checker."""
+    """BFCL multi-turn (base): stateful APIs over several user turns, BFCL's checker.
+    Subclasses play another category (`category`) under another name."""
 
     name: ClassVar[str] = "bfcl_multi_turn"
     description: ClassVar[str] = (
         "BFCL v4 multi-turn base: file system, trading, travel... APIs over several user "
         "turns, scored by BFCL's own multi-turn checker."
+    )
+    #: The BFCL category this task plays (one of `suite.CATEGORIES`).
+    category: ClassVar[str] = "multi_turn_base"
+    #: Entries the reward check plays (turn 0 has ground truth, the last turn too, so
+    #: each scripted behaviour can land in its tier).
+    reward_check_ids: ClassVar[tuple[str, ...]] = (
+        "multi_turn_base_0",
+        "multi_turn_base_2",
+        "multi_turn_base_3",
     )
     # BFCL allows 20 steps per turn; 7 turns at most in base. The reward fails a turn past
     # 20 steps as BFCL does; these stops bound a runaway episode.
@@ -77,52 +101,50 @@ class BfclMultiTurnTask(Task[BfclInstance, BfclEnv]):
 
     # -- rows ------------------------------------------------------------------------
     def parse(self, prompt: str) -> BfclInstance:
+        example = f"{self.category}_12"
         try:
             data = json.loads(prompt)
         except (json.JSONDecodeError, TypeError) as exc:
             raise TaskInputError(
-                f"bfcl_multi_turn: the row's prompt is not JSON ({exc}). Expected "
-                '{"id": "multi_turn_base_<n>"}; make rows with '
-                "agentrft dataset make --task bfcl_multi_turn --split train."
+                f"{self.name}: the row's prompt is not JSON ({exc}). Expected "
+                f'{{"id": "{self.category}_<n>"}}; make rows with '
+                f"agentrft dataset make --task {self.name} --split train."
             ) from None
         entry_id = data.get("id") if isinstance(data, dict) else None
         if not isinstance(entry_id, str):
             raise TaskInputError(
-                'bfcl_multi_turn: the row\'s prompt must be a JSON object with an "id" such as '
-                '"multi_turn_base_12"'
+                f'{self.name}: the row\'s prompt must be a JSON object with an "id" such as '
+                f'"{example}"'
+            )
+        category = entry_id.rsplit("_", 1)[0]
+        if category != self.category and category in TASK_OF_CATEGORY:
+            raise TaskInputError(
+                f"{self.name}: {entry_id!r} is a {category} entry; this task plays "
+                f"{self.category}. Use --task {TASK_OF_CATEGORY[category]} for it."
             )
         try:
             entry = suite.entry(entry_id)
         except KeyError:
             raise TaskInputError(
-                f"bfcl_multi_turn: no BFCL entry {entry_id!r} (categories: "
-                f"{', '.join(suite.CATEGORIES)}; ids like multi_turn_base_0..199)"
+                f"{self.name}: no BFCL entry {entry_id!r} (this task plays {self.category}, "
+                f"ids like {self.category}_0..{len(suite.entries(self.category)) - 1})"
             ) from None
         return BfclInstance(entry_id, entry)
 
     def make_dataset(self, split: str, n: int | None, seed: int) -> list[dict[str, Any]]:
         """The split's entries in id order; with `n`, a seeded sample of n of them."""
         if split not in SPLITS:
-            raise TaskInputError(
-                f"bfcl_multi_turn: unknown split {split!r}; use one of {list(SPLITS)}"
-            )
+            raise TaskInputError(f"{self.name}: unknown split {split!r}; use one of {list(SPLITS)}")
         ids = sorted(
-            (
-                i
-                for c in suite.CATEGORIES
-                for i in suite.entries(c)
-                if split == "all" or split_of(i) == split
-            ),
+            (i for i in suite.entries(self.category) if split == "all" or split_of(i) == split),
             key=_id_order,
         )
         if n is not None:
             if not 0 <= n <= len(ids):
                 raise TaskInputError(
-                    f"bfcl_multi_turn: split {split!r} has {len(ids)} entries; ask for 0..{len(ids)}, got {n}"
+                    f"{self.name}: split {split!r} has {len(ids)} entries; ask for 0..{len(ids)}, got {n}"
                 )
-            ids = sorted(
-                random.Random(f"bfcl_multi_turn:{split}:{seed}").sample(ids, n), key=_id_order
-            )
+            ids = sorted(random.Random(f"{self.name}:{split}:{seed}").sample(ids, n), key=_id_order)
         return [{"prompt": json.dumps({"task": self.name, "id": i})} for i in ids]
 
     # -- episode ---------------------------------------------------------------------
@@ -142,7 +164,7 @@ class BfclMultiTurnTask(Task[BfclInstance, BfclEnv]):
 
     # -- policies --------------------------------------------------------------------
     def expert(self) -> Policy:
-        return expert_policy()
+        return expert_policy(self.category)
 
     def reward_samples(self) -> Iterable[RewardSample]:
         """The tiers at extreme shaping, plus real episodes on a few entries: the expert,
@@ -152,19 +174,23 @@ class BfclMultiTurnTask(Task[BfclInstance, BfclEnv]):
 
     async def _episode_samples(self) -> list[RewardSample]:
         out: list[RewardSample] = []
-        ids = ["multi_turn_base_0", "multi_turn_base_2", "multi_turn_base_3"]
-        for entry_id in ids:
+        for entry_id in self.reward_check_ids:
             entry = suite.entry(entry_id)
             n = len(entry.ground_truth)
             behaviours: list[tuple[str, str, ScriptedPolicy]] = [
-                ("all_turns_pass", "expert", expert_policy())
+                ("all_turns_pass", "expert", self.expert())
             ]
             for k in range(1, n):
                 behaviours.append(
-                    ("some_turns_pass", f"expert for {k} of {n} turns", truncated_expert(k))
+                    (
+                        "some_turns_pass",
+                        f"expert for {k} of {n} turns",
+                        truncated_expert(k, self.category),
+                    )
                 )
+            wrong = wrong_argument_policy(self.category)
             behaviours += [
-                ("no_turn_passes", "wrong arguments on every call", wrong_argument_policy()),
+                ("no_turn_passes", "wrong arguments on every call", wrong),
                 ("no_valid_call", "text only", ScriptedPolicy(lambda m, t: DONE, name="silent")),
             ]
             prompt = json.dumps({"id": entry_id})
@@ -183,23 +209,23 @@ class BfclMultiTurnTask(Task[BfclInstance, BfclEnv]):
         return out
 
 
-def truncated_expert(turns: int) -> ScriptedPolicy:
+def truncated_expert(turns: int, category: str = "multi_turn_base") -> ScriptedPolicy:
     """The expert for the first `turns` user turns, then text only (the later turns fail)."""
 
     def step(messages: Any, tools: Any) -> Any:
         if sum(1 for m in messages if m.role == "user") > turns:
             return DONE
-        return expert_step(messages, tools)
+        return expert_step(messages, tools, category)
 
     return ScriptedPolicy(step, name=f"expert_{turns}_turns")
 
 
-def wrong_argument_policy() -> ScriptedPolicy:
+def wrong_argument_policy(category: str = "multi_turn_base") -> ScriptedPolicy:
     """The expert's calls with every argument wrong: strings no entry uses, flipped
     booleans, numbers off by one (lists and objects left as they are)."""
 
     def step(messages: Any, tools: Any) -> Any:
-        out = expert_step(messages, tools)
+        out = expert_step(messages, tools, category)
         if isinstance(out, str):
             return out
         calls = []
@@ -219,3 +245,35 @@ def _wrong(value: Any) -> Any:
     if isinstance(value, (int, float)):
         return value + 1
     return value
+
+
+class BfclLongContextTask(BfclMultiTurnTask):
+    """BFCL multi-turn long context: every API class loaded with BFCL's long scenario."""
+
+    name: ClassVar[str] = "bfcl_multi_turn_long_context"
+    description: ClassVar[str] = (
+        "BFCL v4 multi-turn long context: the base tasks with long file listings, order "
+        "books and records in the APIs' state, scored by BFCL's multi-turn checker."
+    )
+    category: ClassVar[str] = "multi_turn_long_context"
+    reward_check_ids: ClassVar[tuple[str, ...]] = (
+        "multi_turn_long_context_0",
+        "multi_turn_long_context_2",
+        "multi_turn_long_context_3",
+    )
+
+
+class BfclMissParamTask(BfclMultiTurnTask):
+    """BFCL multi-turn miss_param: one turn lacks a parameter the user gives later."""
+
+    name: ClassVar[str] = "bfcl_multi_turn_miss_param"
+    description: ClassVar[str] = (
+        "BFCL v4 multi-turn miss_param: a turn lacks a needed parameter (the model should "
+        "ask, not guess); the user gives it in a later turn. BFCL's multi-turn checker."
+    )
+    category: ClassVar[str] = "multi_turn_miss_param"
+    reward_check_ids: ClassVar[tuple[str, ...]] = (
+        "multi_turn_miss_param_0",
+        "multi_turn_miss_param_3",
+        "multi_turn_miss_param_7",
+    )
