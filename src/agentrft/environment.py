@@ -20,9 +20,14 @@ class Environment:
 
     #: Set when the episode is over (solved, lost, submitted): the loop stops calling the model.
     done: bool = False
+    #: Set after changing what `tools` returns (a tool offered from a later user turn on):
+    #: before its next policy call the loop reads `tool_schemas()` again, sends that list
+    #: from then on, records it on the turn (`Turn.tools`) and clears the flag.
+    tools_changed: bool = False
 
     def __init__(self) -> None:
         self.done = False
+        self.tools_changed = False
         # Failure kinds the environment itself notices (a contradiction, a repeat); the loop
         # merges them into the trajectory.
         self.events: list[tuple[str, str]] = []

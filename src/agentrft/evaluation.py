@@ -170,8 +170,10 @@ class EvalReport(BaseModel):
             outcomes[(t.reward.outcome if t.reward else "") or "-"] += 1
             stops[t.stop_reason or "-"] += 1
             calls.append(t.tool_calls)
-            offered = {(s.get("function") or s).get("name") for s in t.tools}
-            for turn in t.turns:
+            offered: set[Any] = set()
+            for k, turn in enumerate(t.turns):
+                if k == 0 or turn.tools is not None:  # the tools this call was offered
+                    offered = {(s.get("function") or s).get("name") for s in t.tools_at(k)}
                 by_tool.update(
                     c.name if not offered or c.name in offered else UNKNOWN_TOOLS
                     for c in turn.assistant.tool_calls or []

@@ -166,6 +166,10 @@ async def _play(
             traj.fail(FailureKind.WALL_CLOCK, f"episode exceeded {limits.timeout_s:g}s")
             traj.stop_reason = FailureKind.WALL_CLOCK
             return False
+        offered: list[dict[str, Any]] | None = None
+        if getattr(env, "tools_changed", False):  # e.g. a function offered from this turn on
+            env.tools_changed = False
+            tools = offered = env.tool_schemas()
         t0 = time.perf_counter()
         try:
             completion: Completion = await within(
@@ -192,6 +196,7 @@ async def _play(
             index=turn_index,
             assistant=msg,
             latency_s=time.perf_counter() - t0,
+            tools=offered,
             **completion.reply_tokens(),
         )
         traj.turns.append(turn)

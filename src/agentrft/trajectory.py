@@ -52,6 +52,9 @@ class Turn(ReplyTokens):
     assistant: Message
     tool_messages: list[Message] = Field(default_factory=list)
     latency_s: float = 0.0
+    #: The tools this policy call was offered, where they differ from the previous call's
+    #: (the environment changed them, `Environment.tools_changed`); None: unchanged.
+    tools: list[dict[str, Any]] | None = None
 
 
 class Trajectory(BaseModel):
@@ -63,7 +66,10 @@ class Trajectory(BaseModel):
     instance_id: str | None = None
     messages: list[Message] = Field(default_factory=list)
     turns: list[Turn] = Field(default_factory=list)
-    tools: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The tools offered to the first policy call (later changes: Turn.tools).",
+    )
     failures: list[Failure] = Field(default_factory=list)
     stop_reason: str = ""
     tool_calls: int = 0
@@ -84,6 +90,14 @@ class Trajectory(BaseModel):
 
     def fail(self, kind: str, detail: str = "", turn: int | None = None) -> None:
         self.failures.append(Failure(kind=kind, detail=detail, turn=turn))
+
+    def tools_at(self, turn: int) -> list[dict[str, Any]]:
+        """The tools offered to policy call `turn` (0-based): the latest change at or before
+        it, else the episode's first list."""
+        for t in reversed(self.turns[: turn + 1]):
+            if t.tools is not None:
+                return t.tools
+        return self.tools
 
 
 def trajectory_line(trajectory: Trajectory) -> str:

@@ -4,7 +4,8 @@
   script, with fault injection (`http_error`, `rate_limited`, `slow`, `malformed_body`,
   `disconnect`), `sequence` for scripted orders of replies, and request recording.
 - `FindNumberTask` and `CounterTask`: tiny tool tasks (with scripts usable by both a
-  `ScriptedPolicy` and the fake server).
+  `ScriptedPolicy` and the fake server); `UnlockTask`, whose environment offers a tool
+  mid-episode (`Environment.tools_changed`).
 - `group_judge`, `rubric_judge`, `judge_body`, `shown_attempts`, `graded_view`: scripts that make the fake
   server a group-relative or rubric judge with exact token usage.
 
@@ -37,6 +38,8 @@ from agentrft.testing.tasks import (
     CounterTask,
     FindNumberEnv,
     FindNumberTask,
+    UnlockEnv,
+    UnlockTask,
     counter_script,
     find_number_expert,
 )
@@ -53,6 +56,8 @@ __all__ = [
     "RecordedRequest",
     "ReplySequence",
     "Slow",
+    "UnlockEnv",
+    "UnlockTask",
     "counter_script",
     "disconnect",
     "find_number_expert",

@@ -1,4 +1,4 @@
-"""Two tiny tool tasks for tests and benchmarks, written against the public API only.
+"""Tiny tool tasks for tests and benchmarks, written against the public API only.
 
 - `FindNumberTask` ("find_number"): guess a hidden integer; each guess is answered
   "higher" / "lower" / "correct". Tiered reward (solved > unsolved > never played), a
@@ -6,6 +6,9 @@
 - `CounterTask` ("counter"): call `increment` until the counter reaches a target. Every
   episode lasts exactly `target` turns under `counter_script`, which is what a benchmark
   needs to compute its ideal wall time.
+- `UnlockTask` ("unlock"): guess a word; after the model's first text reply the user
+  offers a `hint` tool (`Environment.tools_changed`), for tests of tools that change
+  mid-episode.
 
 The scripts (`find_number_expert`, `counter_script`) are module-level functions of
 `(messages, tools)`, so the same function drives a `ScriptedPolicy` and a
@@ -26,7 +29,7 @@ from agentrft.policies.scripted import ScriptedPolicy, call
 from agentrft.policy import Policy
 from agentrft.reward import RewardResult, Tier, TieredReward
 from agentrft.task import EpisodeLimits, Task, TaskInputError
-from agentrft.tools import ToolError, tool
+from agentrft.tools import ToolError, ToolResult, tool
 from agentrft.trajectory import Trajectory
 
 # --- find the number ---------------------------------------------------------------------
@@ -281,3 +284,69 @@ class CounterTask(Task[CounterInstance]):
 def counter_script(messages: Any, tools: list[dict[str, Any]]) -> ToolCall:
     """Always `increment()` (by 1): an episode takes exactly `target` turns."""
     return ToolCall(id="", name="increment", arguments="{}")
+
+
+# --- a tool offered mid-episode ------------------------------------------------------------
+
+
+class UnlockEnv(Environment):
+    """`guess` from the start; `hint` only once the model has replied in text (the user
+    then offers it: `tools_changed`). A guess of the row's word ends the episode."""
+
+    def __init__(self, word: str) -> None:
+        super().__init__()
+        self.word = word
+        self.offered = ["guess"]
+        self.solved = False
+
+    @tool
+    def guess(self, word: str) -> str:
+        """Guess the word.
+
+        Args:
+            word: the guess
+        """
+        self.solved = self.done = word == self.word
+        return "Correct!" if self.solved else "Wrong."
+
+    @tool
+    def hint(self) -> str:
+        """The word's first letter."""
+        return f"It starts with {self.word[0]!r}."
+
+    @property
+    def tools(self) -> dict[str, Any]:
+        return {n: t for n, t in super().tools.items() if n in self.offered}
+
+    async def call_tool(self, call: ToolCall, *, threads: Any = None) -> Any:
+        if call.name not in self.offered:
+            return ToolResult(f"Error: unknown tool {call.name!r}.", failure="unknown_tool")
+        return await super().call_tool(call, threads=threads)
+
+    def on_text_reply(self, text: str) -> str | None:
+        if "hint" in self.offered:
+            return None
+        self.offered.append("hint")
+        self.tools_changed = True
+        return "You may ask for a hint now."
+
+
+class UnlockTask(Task[str]):
+    """Guess a word (the row); a `hint` tool is offered after the first text reply."""
+
+    name: ClassVar[str] = "unlock"
+    description: ClassVar[str] = "Guess a word; a hint tool is offered mid-episode."
+    limits: ClassVar[EpisodeLimits] = EpisodeLimits(max_turns=8, max_tool_calls=8, timeout_s=60)
+
+    def parse(self, prompt: str) -> str:
+        return prompt
+
+    def environment(self, instance: str) -> UnlockEnv:
+        return UnlockEnv(instance)
+
+    def user_prompt(self, instance: str) -> str:
+        return "Guess the word."
+
+    def reward(self, env: Environment, trajectory: Trajectory) -> RewardResult:
+        assert isinstance(env, UnlockEnv)
+        return RewardResult(total=1.0 if env.solved else 0.0, solved=env.solved)

@@ -377,12 +377,17 @@ class TokenSession(Policy):
         self._prompt: list[int] | None = None
         self._completion: list[int] = []
         self._history_len = 0  # messages seen up to and including our last reply
+        self._tools: list[dict[str, Any]] | None = None  # the tools the prompt was rendered with
 
     async def complete(
         self, messages: list[Message], tools: list[dict[str, Any]], sampling: Sampling
     ) -> Completion:
         chat = self.parent.chat
-        if self._prompt is None:
+        # Templates render the tools at the top: when the environment changed them, the
+        # whole conversation is rendered again, as a server would, and this turn's prompt
+        # no longer extends the last one (training then starts a new sequence here).
+        retools = self._tools is not tools and self._tools != tools
+        if self._prompt is None or retools:
             prompt = chat.render(messages, tools, add_generation_prompt=True)
         else:
             history, new = messages[: self._history_len], messages[self._history_len :]
@@ -406,6 +411,7 @@ class TokenSession(Policy):
         self._turn += 1
         self._prompt = prompt
         self._completion = list(gen.token_ids)
+        self._tools = tools
 
         text = chat.decode(chat.strip_end_of_turn(gen.token_ids))
         content, calls, reasoning = chat.parse_reply(text, id_prefix=f"call_{self._turn}")

@@ -6,7 +6,8 @@ t+1's prompt extends turn t's prompt + completion, so a whole episode is ONE seq
 mask marks each turn's sampled ids; tool replies and template tokens stay at 0.
 
 SFT: expert games carry messages only; they are rendered with the chat template and the
-mask marks each assistant message's ids (its end-of-turn token included).
+mask marks each assistant message's ids (its end-of-turn token included). Where the
+environment changed the tools mid-episode, each stretch of turns is rendered with its own.
 """
 
 from __future__ import annotations
@@ -90,18 +91,56 @@ def sft_sequence(
     """The episode's messages rendered with the chat template; assistant ids trained.
 
     Returns None when the episode has no assistant message or the template is not
-    prefix-preserving for it (then the assistant spans cannot be located exactly).
+    prefix-preserving for it (then the assistant spans cannot be located exactly). An
+    episode whose tools changed (`Turn.tools`) is several sequences: `sft_sequences`.
     """
-    messages = traj.messages
-    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=None)
+    last = max((i for i, m in enumerate(traj.messages) if m.role == "assistant"), default=None)
     if last is None:
         return None
-    tools: list[dict[str, Any]] | None = traj.tools or None
-    full = chat.render(messages[: last + 1], tools, add_generation_prompt=False)
+    trained = [i for i, m in enumerate(traj.messages) if m.role == "assistant"]
+    return _rendered_sequence(traj.messages[: last + 1], traj.tools, trained, chat, max_length)
+
+
+def sft_sequences(
+    traj: Trajectory, chat: ChatTokenizer, max_length: int | None = None
+) -> list[TrainSequence]:
+    """`sft_sequence`, one per stretch of policy calls offered the same tools: where the
+    environment changed them, the conversation so far is rendered again with the new tools
+    (as `TokenSession` renders it for sampling) and only that stretch's replies are trained."""
+    if not any(t.tools is not None for t in traj.turns):
+        seq = sft_sequence(traj, chat, max_length)
+        return [seq] if seq is not None else []
+    # The loop appends, per turn, its reply and then its tool / user messages.
+    position = len(traj.messages) - sum(1 + len(t.tool_messages) for t in traj.turns)
+    stretches: list[tuple[list[dict[str, Any]], list[int]]] = []
+    for k, turn in enumerate(traj.turns):
+        if k == 0 or turn.tools is not None:
+            stretches.append((traj.tools_at(k), []))
+        stretches[-1][1].append(position)
+        position += 1 + len(turn.tool_messages)
+    out = []
+    for tools, replies in stretches:
+        if any(i >= len(traj.messages) or traj.messages[i].role != "assistant" for i in replies):
+            log.warning("the trajectory's messages do not follow its turns; expert game skipped")
+            return []
+        seq = _rendered_sequence(traj.messages[: replies[-1] + 1], tools, replies, chat, max_length)
+        if seq is not None:
+            out.append(seq)
+    return out
+
+
+def _rendered_sequence(
+    messages: list[Any],
+    tools: list[dict[str, Any]] | None,
+    trained: list[int],
+    chat: ChatTokenizer,
+    max_length: int | None,
+) -> TrainSequence | None:
+    """`messages` rendered with `tools`; the assistant messages at `trained` are the mask."""
+    tools = tools or None
+    full = chat.render(messages, tools, add_generation_prompt=False)
     mask = [0] * len(full)
-    for i, m in enumerate(messages[: last + 1]):
-        if m.role != "assistant":
-            continue
+    for i in trained:
         head = chat.render(messages[:i], tools, add_generation_prompt=True)
         if full[: len(head)] != head:
             log.warning("the chat template is not prefix-preserving; expert game skipped")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentrft.backends.local.chat_tokens import ChatTokenizer
-from agentrft.backends.local.sequences import TrainSequence, sft_sequence
+from agentrft.backends.local.sequences import TrainSequence, sft_sequences
 from agentrft.backends.local.trainer import LoRATrainer
 from agentrft.policy import Sampling
 from agentrft.rollout import run_episodes
@@ -46,8 +46,8 @@ async def expert_sequences(
         task, prompts, expert, sampling=Sampling(), limits=limits, curriculum_level=curriculum_level
     )
     won = [t for t in trajs if t.solved]
-    seqs = [sft_sequence(t, chat, max_length) for t in (won or trajs)]
-    return [s for s in seqs if s is not None and any(s.mask)]
+    seqs = [s for t in (won or trajs) for s in sft_sequences(t, chat, max_length)]
+    return [s for s in seqs if any(s.mask)]
 
 
 async def sft_warmup(
