@@ -75,6 +75,15 @@ def deploy(
     skip_preflight: bool = typer.Option(
         False, "--skip-preflight", help="Deploy without checking credentials and the role."
     ),
+    build_only: bool = typer.Option(
+        False, "--build-only", help="Build the zip in --workdir and stop (calls no AWS API)."
+    ),
+    platform: str = typer.Option(
+        "manylinux2014_aarch64",
+        "--platform",
+        help="Wheel platform of the dependencies. Another one (manylinux2014_x86_64) only "
+        "with --build-only, to try the bundle on this machine (scripts/bundle_check.sh).",
+    ),
 ) -> None:
     """Build the code bundle for TASK and create or update its AgentCore runtime.
 
@@ -96,6 +105,8 @@ def deploy(
         dry_run=dry_run,
         force=force,
         skip_preflight=skip_preflight,
+        build_only=build_only,
+        platform=platform,
     )
 
 

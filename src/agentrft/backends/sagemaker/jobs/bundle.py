@@ -6,6 +6,9 @@ AgentCore runs a code zip on Linux ARM64 with a managed CPython (`PYTHON_3_11`),
 - third-party dependencies are installed by pip for the runtime's platform
   (`--platform manylinux2014_aarch64 --only-binary=:all: --python-version 3.11`), never
   from this machine's site-packages (their compiled parts are for the wrong CPU);
+- a plugin may declare how its dependencies are installed (`agentrft.BundleOptions`,
+  hook `agentrft_bundle_options`): some without their dependencies but a kept few, extra
+  requirements, wheel platforms for a newer glibc; several plugins' declarations merge;
 - a generated `main.py` starts the app (`agentrft.backends.sagemaker.runtime.main`): the
   `runtime` subpackage is what runs there; `jobs` and `cli` are the control plane.
 
@@ -26,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentrft.bundle_options import BundleOptions
+
 #: The runtime AgentCore runs the bundle with [model: AgentManagedRuntimeType].
 RUNTIME_PYTHON = "PYTHON_3_11"
 TARGET_PYTHON_VERSION = "3.11"
@@ -45,6 +50,10 @@ TARGET_MARKERS = {
 #: Extras of agentrft the runtime needs (bedrock-agentcore, starlette, uvicorn).
 AGENTRFT_EXTRAS = ("sagemaker",)
 ENTRY_FILE = "main.py"
+#: glibc of manylinux2014; `BundleOptions.platforms` opts into newer ones.
+BASE_GLIBC_MINOR = 17
+_MANYLINUX_RE = re.compile(r"^manylinux(?:2014|_2_(?P<minor>[0-9]+))_(?P<arch>[a-z0-9_]+)$")
+HOOK = "agentrft_bundle_options"
 # Files a dist-info keeps in the bundle (RECORD and direct_url would describe this machine).
 _DIST_INFO_FILES = ("METADATA", "entry_points.txt", "top_level.txt", "WHEEL")
 _SKIP_DIRS = {"__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache"}
@@ -70,6 +79,28 @@ class LocalDistribution:
         return f"{self.name.replace('-', '_')}-{self.version}.dist-info"
 
 
+@dataclass(frozen=True)
+class DeclaredOptions:
+    """One plugin's `BundleOptions`, with where they come from (for errors and --dry-run)."""
+
+    plugin: str
+    distribution: str
+    options: BundleOptions
+
+    @property
+    def source(self) -> str:
+        return f"plugin {self.plugin!r} (distribution {self.distribution})"
+
+
+@dataclass(frozen=True)
+class NoDepsRequirement:
+    """A requirement installed with `--no-deps`, and the dependencies kept for it."""
+
+    requirement: str
+    kept: tuple[str, ...]
+    declared_by: tuple[str, ...]
+
+
 @dataclass
 class BundlePlan:
     """Everything `build_bundle` will do, printable for `--dry-run`."""
@@ -77,12 +108,18 @@ class BundlePlan:
     task: str
     workdir: Path
     local: list[LocalDistribution]
+    #: Installed with their dependencies (the plugins' requirements, the kept ones, extras).
     requirements: list[str]
     no_deps: bool = False
     reward: str | None = None
     pip: list[str] = field(default_factory=lambda: [sys.executable, "-m", "pip"])
     #: Wheel platform for dependencies (another one only to test a bundle on this machine).
     platform: str = TARGET_PLATFORM
+    #: Installed with `--no-deps` after the others (plugins' `BundleOptions.no_deps`).
+    no_deps_requirements: list[NoDepsRequirement] = field(default_factory=list)
+    #: Newer manylinux tags the plugins opted into (as declared, for aarch64) -> by whom.
+    extra_platforms: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    declared: list[DeclaredOptions] = field(default_factory=list)
 
     @property
     def stage(self) -> Path:
@@ -92,14 +129,26 @@ class BundlePlan:
     def zip_path(self) -> Path:
         return self.workdir / f"agentrft-runtime-{re.sub(r'[^A-Za-z0-9_.-]', '-', self.task)}.zip"
 
-    def pip_command(self) -> list[str]:
+    def platform_tags(self) -> list[str]:
+        """`--platform` values: manylinux2014 (and its PEP 600 spelling, which pip does
+        not equate), then every glibc up to the newest one a plugin opted into."""
+        m = _MANYLINUX_RE.match(self.platform)
+        if m is None or m["minor"] is not None:
+            return [self.platform, *self.extra_platforms]  # an explicit other platform
+        arch = m["arch"]
+        newest = max((_glibc_minor(t) for t in self.extra_platforms), default=BASE_GLIBC_MINOR)
+        return [self.platform] + [
+            f"manylinux_2_{minor}_{arch}" for minor in range(BASE_GLIBC_MINOR, newest + 1)
+        ]
+
+    def _pip_install(self, *extra: str) -> list[str]:
+        platforms = [a for tag in self.platform_tags() for a in ("--platform", tag)]
         return [
             *self.pip,
             "install",
             "--target",
             str(self.stage),
-            "--platform",
-            self.platform,
+            *platforms,
             "--python-version",
             TARGET_PYTHON_VERSION,
             "--implementation",
@@ -107,8 +156,26 @@ class BundlePlan:
             "--only-binary=:all:",
             "--no-compile",
             "--disable-pip-version-check",
-            *self.requirements,
+            *extra,
         ]
+
+    def pip_command(self) -> list[str]:
+        """The install of every requirement that comes with its dependencies."""
+        return self._pip_install(*self.requirements)
+
+    def no_deps_command(self) -> list[str] | None:
+        """The install of the plugins' `no_deps` requirements (None when there are none)."""
+        if not self.no_deps_requirements:
+            return None
+        return self._pip_install("--no-deps", *(r.requirement for r in self.no_deps_requirements))
+
+    def pip_commands(self) -> list[list[str]]:
+        """What `build_bundle` runs, in order."""
+        if self.no_deps:
+            return []
+        main = [self.pip_command()] if self.requirements else []
+        second = self.no_deps_command()
+        return main + ([second] if second else [])
 
     def describe(self) -> list[str]:
         """The build steps in words and commands."""
@@ -116,11 +183,30 @@ class BundlePlan:
         for dist in self.local:
             where = ", ".join(str(p) for p in dist.packages)
             steps.append(f"copy {dist.name} {dist.version} from {where} (+ {dist.dist_info_dir})")
+        for d in self.declared:
+            steps.append(f"{d.source} declares BundleOptions: {_summary(d.options)}")
+        for tag, who in self.extra_platforms.items():
+            steps.append(
+                f"accept wheels up to {tag} (glibc 2.{_glibc_minor(tag)}, newer than "
+                f"manylinux2014's 2.17; opted into by {', '.join(who)}) for every dependency"
+            )
         if self.no_deps:
             steps.append("skip third-party dependencies (--no-deps: this bundle will not run)")
         else:
-            command = " ".join(_quote(a) for a in self.pip_command())
-            steps.append(f"install dependencies for Linux ARM64 / CPython 3.11:\n       {command}")
+            where = _platform_words(self.platform)
+            if self.requirements:
+                command = " ".join(_quote(a) for a in self.pip_command())
+                steps.append(f"install dependencies for {where}:\n       {command}")
+            second = self.no_deps_command()
+            if second:
+                for r in self.no_deps_requirements:
+                    kept = ", ".join(r.kept) or "none"
+                    steps.append(
+                        f"{r.requirement} without its dependencies (declared by "
+                        f"{', '.join(r.declared_by)}; kept above: {kept})"
+                    )
+                command = " ".join(_quote(a) for a in second)
+                steps.append(f"install them for {where} with --no-deps:\n       {command}")
         steps.append(f"write {ENTRY_FILE} (starts agentrft.backends.sagemaker.runtime.main)")
         steps.append(f"zip {self.stage} -> {self.zip_path}")
         return steps
@@ -133,19 +219,22 @@ def plan_bundle(
     *,
     no_deps: bool = False,
     reward: str | None = None,
+    options: Sequence[DeclaredOptions] = (),
+    platform: str = TARGET_PLATFORM,
 ) -> BundlePlan:
     """Plan a bundle for `task` (one name, or `a,b` for a runtime serving several),
-    provided by the installed `distribution` (several: one per task's plugin)."""
+    provided by the installed `distribution` (several: one per task's plugin), installed
+    as the plugins' `options` declare (`collect_bundle_options`)."""
     local = [local_distribution("agentrft", extras=AGENTRFT_EXTRAS)]
     names = [distribution] if isinstance(distribution, str) else list(distribution)
     for name in dict.fromkeys(names):
         if _normalise(name) not in {_normalise(d.name) for d in local}:
             local.append(local_distribution(name))
     bundled = {_normalise(d.name) for d in local}
-    requirements = sorted(
-        {r for d in local for r in d.requires if _normalise(_req_name(r)) not in bundled},
-        key=str.lower,
-    )
+    merged = merge_options(local, options)
+    skipped = bundled | set(merged.no_deps)
+    wanted = [r for d in local for r in d.requires if _normalise(_req_name(r)) not in skipped]
+    requirements = _one_per_name([*wanted, *merged.requirements])
     return BundlePlan(
         task=task,
         workdir=Path(workdir),
@@ -153,7 +242,137 @@ def plan_bundle(
         requirements=requirements,
         no_deps=no_deps,
         reward=reward,
+        platform=_check_platform(platform),
+        no_deps_requirements=list(merged.no_deps.values()),
+        extra_platforms=merged.platforms,
+        declared=list(options),
     )
+
+
+def collect_bundle_options(plugins: Any, tasks: Sequence[str]) -> list[DeclaredOptions]:
+    """Call `agentrft_bundle_options(tasks=...)` of each plugin that provides one of `tasks`
+    (an `agentrft.plugins.Plugins`), with the names of its own tasks among them."""
+    provided = plugins.tasks_collection().items
+    out = []
+    for impl in getattr(plugins.hook, HOOK).get_hookimpls():
+        dist = plugins.distributions.get(impl.plugin_name, "-")
+
+        def same_source(p: Any, impl: Any = impl, dist: str = dist) -> bool:
+            return p.distribution == dist if dist != "-" else p.plugin == impl.plugin_name
+
+        mine = [t for t in tasks if t in provided and same_source(provided[t])]
+        if not mine:
+            continue  # a plugin not in this bundle
+        where = f"plugin {impl.plugin_name!r}" + (f" (distribution {dist})" if dist != "-" else "")
+        kwargs = {"tasks": list(mine)}
+        try:
+            declared = impl.function(*(kwargs[a] for a in impl.argnames))
+        except Exception as exc:
+            raise BundleError(
+                f"{where}: its {HOOK} hook raised {type(exc).__name__}: {exc}; fix the "
+                "plugin's declaration (docs/sagemaker-runtime.md)"
+            ) from None
+        if declared is None:
+            continue
+        if not isinstance(declared, BundleOptions):
+            raise BundleError(
+                f"{where}: its {HOOK} hook returned {_shown(declared)}; return "
+                "agentrft.BundleOptions(...) or None"
+            )
+        name = dist if dist != "-" else impl.plugin_name
+        out.append(DeclaredOptions(impl.plugin_name, name, declared))
+    return out
+
+
+@dataclass
+class _Merged:
+    requirements: list[str] = field(default_factory=list)
+    #: normalised name -> the no-deps requirement
+    no_deps: dict[str, NoDepsRequirement] = field(default_factory=dict)
+    platforms: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def merge_options(
+    local: Sequence[LocalDistribution], options: Sequence[DeclaredOptions]
+) -> _Merged:
+    """Check each declaration against the installed metadata and merge them: the union
+    of no-deps requirements (and of what each keeps), of extra requirements and of
+    platforms. A requirement one plugin installs without its dependencies while another
+    bundled distribution needs it with them is a conflict."""
+    by_name = {_normalise(d.name): d for d in local}
+    merged = _Merged()
+    no_deps: dict[str, dict[str, Any]] = {}
+    for d in options:
+        owner = by_name.get(_normalise(d.distribution))
+        if owner is None:
+            raise BundleError(f"{d.source} declares BundleOptions but is not in this bundle")
+        own = {_normalise(_req_name(r)): r for r in owner.requires}
+        for name, kept in d.options.no_deps.items():
+            key = _normalise(name)
+            if key in by_name:
+                raise BundleError(
+                    f"{d.source}: BundleOptions.no_deps names {name!r}, which the bundle "
+                    "copies from this machine (it is not installed by pip); drop it"
+                )
+            if key not in own:
+                raise BundleError(
+                    f"{d.source}: BundleOptions.no_deps names {name!r}, which "
+                    f"{owner.name} does not require on the runtime (it requires: "
+                    f"{', '.join(_req_name(r) for r in owner.requires) or 'nothing'}); "
+                    "name one of its requirements, or list it under requirements"
+                )
+            entry = no_deps.setdefault(
+                key,
+                {"requirements": [], "kept": {}, "by": [], "dists": set(), "name": name},
+            )
+            entry["requirements"].append(own[key])
+            entry["by"].append(d.source)
+            entry["dists"].add(_normalise(owner.name))
+            deps = _dependencies_of(d, name)
+            for kept_name in kept:
+                req = deps.get(_normalise(kept_name))
+                if req is None:
+                    raise BundleError(
+                        f"{d.source}: BundleOptions.no_deps[{name!r}] keeps {kept_name!r}, "
+                        f"which {name} {md.version(name)} does not require on the runtime "
+                        f"(it requires: {', '.join(sorted(deps.values(), key=str.lower))}); "
+                        "list it under requirements=(...) with a version instead"
+                    )
+                entry["kept"][_req_name(req)] = req
+        for line in d.options.requirements:
+            for req in _checked_requirement(d, line):
+                if _normalise(_req_name(req)) in by_name:
+                    raise BundleError(
+                        f"{d.source}: BundleOptions.requirements entry {line!r} is copied "
+                        "from this machine into the bundle, not installed by pip; drop it"
+                    )
+                merged.requirements.append(req)
+        for tag in d.options.platforms:
+            _check_declared_platform(d, tag)
+            merged.platforms[tag] = (*merged.platforms.get(tag, ()), d.source)
+    for key, entry in no_deps.items():
+        needs = [
+            dist.name
+            for dist in local
+            if key in {_normalise(_req_name(r)) for r in dist.requires}
+            and _normalise(dist.name) not in entry["dists"]
+        ]
+        if needs:
+            raise BundleError(
+                f"{' and '.join(entry['by'])} installs {entry['name']} without its "
+                f"dependencies, but {', '.join(needs)} (in the same bundle) requires it with "
+                f"them; declare the same no_deps in {needs[0]}'s BundleOptions (keeping what "
+                "its tasks import), or deploy these tasks to separate runtimes"
+            )
+        kept = sorted(entry["kept"], key=str.lower)
+        merged.requirements += [entry["kept"][k] for k in kept]
+        merged.no_deps[key] = NoDepsRequirement(
+            requirement=_joined(entry["requirements"]),
+            kept=tuple(kept),
+            declared_by=tuple(entry["by"]),
+        )
+    merged.platforms = dict(sorted(merged.platforms.items(), key=lambda kv: _glibc_minor(kv[0])))
+    return merged
 
 
 def local_distribution(name: str, extras: Iterable[str] = ()) -> LocalDistribution:
@@ -202,17 +421,21 @@ def build_bundle(
     if plan.stage.exists():
         shutil.rmtree(plan.stage)
     plan.stage.mkdir(parents=True)
-    if not plan.no_deps and plan.requirements:
-        # Dependencies first: the local copies below must win over anything pip brings.
-        echo("installing dependencies for Linux ARM64 (this downloads wheels)")
-        result = run(plan.pip_command(), capture_output=True, text=True)
+    # Dependencies first: the local copies below must win over anything pip brings; the
+    # no-deps pass last, so the resolver of the first never sees their pins.
+    for command in plan.pip_commands():
+        echo(f"installing dependencies for {_platform_words(plan.platform)} (downloads wheels)")
+        result = run(command, capture_output=True, text=True)
         if result.returncode != 0:
             tail = (result.stderr or result.stdout or "").strip().splitlines()[-15:]
             raise BundleError(
-                "pip could not get ARM64 wheels for the runtime:\n"
+                f"pip could not get {' / '.join(plan.platform_tags()[:1])} wheels for the "
+                "runtime:\n"
                 + "\n".join(tail)
-                + "\nA dependency without a manylinux2014_aarch64 / CPython 3.11 wheel cannot "
-                "run in AgentCore's code runtime: pin a version that has one, or drop it."
+                + f"\nA dependency without a {plan.platform} / CPython 3.11 wheel cannot "
+                "run in AgentCore's code runtime: pin a version that has one, or drop it; a "
+                "plugin can install a heavy requirement without its dependencies, or opt into "
+                "a newer manylinux, with agentrft_bundle_options (docs/sagemaker-runtime.md)."
             )
     for dist in plan.local:
         echo(f"copying {dist.name} {dist.version}")
@@ -313,6 +536,98 @@ def _package_dir(top: str) -> Path:
     if spec.origin:
         return Path(spec.origin)
     raise BundleError(f"package {top!r} has no files on disk to bundle")
+
+
+def _dependencies_of(d: DeclaredOptions, name: str) -> dict[str, str]:
+    """The runtime requirements of installed distribution `name`, by normalised name."""
+    try:
+        requires = md.distribution(name).requires or []
+    except md.PackageNotFoundError:
+        raise BundleError(
+            f"{d.source}: BundleOptions.no_deps names {name!r}, which is not installed here; "
+            "install the plugin with its dependencies so its pins can be read"
+        ) from None
+    return {_normalise(_req_name(r)): r for r in runtime_requirements(requires)}
+
+
+def _checked_requirement(d: DeclaredOptions, line: str) -> list[str]:
+    from packaging.requirements import InvalidRequirement
+
+    try:
+        return runtime_requirements([line])
+    except InvalidRequirement as exc:
+        raise BundleError(
+            f"{d.source}: BundleOptions.requirements entry {line!r} is not a requirement "
+            f"(PEP 508, e.g. 'numpy==1.26.4'): {str(exc).splitlines()[0]}"
+        ) from None
+
+
+def _check_declared_platform(d: DeclaredOptions, tag: str) -> None:
+    m = _MANYLINUX_RE.match(tag)
+    if m is None or m["arch"] != "aarch64" or m["minor"] is None:
+        raise BundleError(
+            f"{d.source}: BundleOptions.platforms entry {tag!r} is not a newer manylinux tag "
+            "for the runtime (Linux ARM64, glibc): use e.g. 'manylinux_2_28_aarch64'"
+        )
+    if int(m["minor"]) <= BASE_GLIBC_MINOR:
+        raise BundleError(
+            f"{d.source}: BundleOptions.platforms entry {tag!r} is already accepted "
+            "(manylinux2014 is glibc 2.17); drop it"
+        )
+
+
+def _check_platform(platform: str) -> str:
+    if not re.fullmatch(r"[a-z0-9_]+", platform):
+        raise BundleError(f"platform {platform!r} is not a wheel platform tag")
+    return platform
+
+
+def _glibc_minor(tag: str) -> int:
+    m = _MANYLINUX_RE.match(tag)
+    return int(m["minor"]) if m and m["minor"] else BASE_GLIBC_MINOR
+
+
+def _platform_words(platform: str) -> str:
+    if platform == TARGET_PLATFORM:
+        return "Linux ARM64 / CPython 3.11"
+    return f"{platform} / CPython 3.11 (a test build: AgentCore runs {TARGET_PLATFORM})"
+
+
+def _joined(requirements: list[str]) -> str:
+    """One requirement from several spellings of it (pip refuses a name given twice)."""
+    from packaging.requirements import Requirement
+
+    reqs = [Requirement(r) for r in requirements]
+    first = reqs[0]
+    for other in reqs[1:]:
+        first.specifier &= other.specifier
+        first.extras |= other.extras
+    return str(first)
+
+
+def _one_per_name(requirements: Iterable[str]) -> list[str]:
+    """Sorted, each name once with every specifier it was given (pip's resolver takes the
+    intersection either way; one entry reads better in --dry-run)."""
+    by_name: dict[str, list[str]] = {}
+    for r in requirements:
+        by_name.setdefault(_normalise(_req_name(r)), []).append(r)
+    return sorted((_joined(list(dict.fromkeys(rs))) for rs in by_name.values()), key=str.lower)
+
+
+def _summary(options: BundleOptions) -> str:
+    parts = []
+    for name, kept in options.no_deps.items():
+        parts.append(f"{name} without its dependencies but {', '.join(kept) or 'none'}")
+    if options.requirements:
+        parts.append(f"also {', '.join(options.requirements)}")
+    if options.platforms:
+        parts.append(f"wheels up to {', '.join(options.platforms)}")
+    return "; ".join(parts) or "nothing"
+
+
+def _shown(obj: Any) -> str:
+    text = repr(obj)
+    return text if len(text) <= 80 else text[:60] + "..."
 
 
 def _req_name(requirement: str) -> str:

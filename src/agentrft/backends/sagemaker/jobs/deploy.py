@@ -28,8 +28,11 @@ from agentrft.backends.sagemaker.jobs.aws import Aws
 from agentrft.backends.sagemaker.jobs.bundle import (
     ENTRY_FILE,
     RUNTIME_PYTHON,
+    TARGET_PLATFORM,
+    BundleError,
     BundlePlan,
     build_bundle,
+    collect_bundle_options,
     plan_bundle,
     sha256_file,
 )
@@ -345,8 +348,13 @@ def deploy_command(
     dry_run: bool,
     force: bool = False,
     skip_preflight: bool = False,
+    build_only: bool = False,
+    platform: str = TARGET_PLATFORM,
 ) -> None:
     """The `agentrft deploy` command body.
+
+    `build_only` builds the zip in `workdir` and stops (no AWS); `platform` builds it for
+    another wheel platform (e.g. manylinux2014_x86_64, to run the bundle on this machine).
 
     Exits with SystemExit(2) on bad input: a BaseException passes any error-reporting
     wrapper untouched and sets the exit status.
@@ -361,6 +369,12 @@ def deploy_command(
 
     from agentrft.mixture import parse_task_spec
 
+    if platform != TARGET_PLATFORM and not build_only:
+        fail(
+            f"--platform {platform}: AgentCore runs {TARGET_PLATFORM}; another platform "
+            "only builds a bundle to try on this machine, so add --build-only"
+        )
+        return
     try:
         plugins = get_plugins()
         # `--task a,b`: one runtime serves every task named (rows carry their task).
@@ -377,16 +391,23 @@ def deploy_command(
             plugins.reward(reward, task)
         sources = plugins.task_sources()
         distributions = list(dict.fromkeys(sources.get(n, "agentrft") for n in names))
+        declared = collect_bundle_options(plugins, names)
         task = ",".join(names)  # what AGENTRFT_TASK says (shares do not matter to it)
         runtime_name = check_name(name or default_runtime_name("_".join(names)))
-        if dry_run:
+        if dry_run or build_only:
             role = role_arn or "arn:aws:iam::<account-id>:role/<runtime-role>"
             if role_arn:
                 check_role_arn(role_arn)
         else:
             role = check_role_arn(role_arn)
-    except (DeployError, PluginError, ValueError) as exc:
+    except (DeployError, BundleError, PluginError, ValueError) as exc:
         fail(str(exc))
+        return
+    if build_only:
+        if workdir is None:
+            fail("--build-only keeps the zip: pass --workdir DIR to say where")
+            return
+        _build_only(task, distributions, workdir, declared, no_deps, reward, platform, fail)
         return
 
     aws = None
@@ -424,7 +445,9 @@ def deploy_command(
         own_tmp = tempfile.TemporaryDirectory(prefix="agentrft-deploy-")
         workdir = Path(own_tmp.name)
     try:
-        plan = plan_bundle(task, distributions, workdir, no_deps=no_deps, reward=reward)
+        plan = plan_bundle(
+            task, distributions, workdir, no_deps=no_deps, reward=reward, options=declared
+        )
         spec = DeploySpec(
             task=task,
             name=runtime_name,
@@ -458,7 +481,7 @@ def deploy_command(
             wait=wait,
             echo=typer.echo,
         )
-    except DeployError as exc:
+    except (DeployError, BundleError) as exc:
         fail(str(exc))
         return
     except Exception as exc:
@@ -473,6 +496,42 @@ def deploy_command(
             own_tmp.cleanup()
     typer.echo(result.arn)
     typer.echo(f"next: agentrft smoke-test --runtime-arn {result.arn}")
+
+
+def _build_only(
+    task: str,
+    distributions: list[str],
+    workdir: Path,
+    declared: list[Any],
+    no_deps: bool,
+    reward: str | None,
+    platform: str,
+    fail: Callable[[str], None],
+) -> None:
+    """Build the bundle into `workdir` and print the zip's path and size (no AWS)."""
+    import typer
+
+    try:
+        plan = plan_bundle(
+            task,
+            distributions,
+            workdir,
+            no_deps=no_deps,
+            reward=reward,
+            options=declared,
+            platform=platform,
+        )
+        for i, step in enumerate(plan.describe(), 1):
+            typer.echo(f"  {i}. {step}")
+        zip_path = build_bundle(plan, echo=typer.echo)
+    except BundleError as exc:
+        fail(str(exc))
+        return
+    files = sum(1 for p in plan.stage.rglob("*") if p.is_file())
+    typer.echo(
+        f"built {zip_path} ({zip_path.stat().st_size / 1e6:.1f} MB zipped, {files} files; "
+        f"unpacked in {plan.stage})"
+    )
 
 
 def _preflight_ok(aws: Aws, role_arn: str) -> bool:

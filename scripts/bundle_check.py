@@ -1,0 +1,273 @@
+"""Build a task plugin's AgentCore bundle and play episodes through the built code.
+
+Run by scripts/bundle_check.sh in the plugin's venv. Steps, each timed and printed:
+1. `agentrft deploy --build-only` for Linux ARM64 (the real bundle: size, files, largest);
+2. the same bundle for this machine (`--platform manylinux2014_x86_64`), unpacked from
+   its zip;
+3. its main.py started by the base CPython 3.11 with `-S` (no site-packages: only the
+   bundle on PYTHONPATH, only static fake AWS credentials, bound to 127.0.0.1);
+4. per task, one row played through the runtime's HTTP contract: POST /invocations with a
+   job payload whose endpoint is a loopback job runtime answering with the task's expert;
+   the reward that comes back is compared with the same row played in this venv;
+5. the native libraries the server process mapped all come from the bundle or the base
+   interpreter.
+
+Downloads wheels (pip's cache makes a second run fast); needs no AWS account.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+from typing import Any
+
+JOB_ARN = "arn:aws:sagemaker:us-east-1:111122223333:job/AgentRFT/bundle-check"
+LOCAL_PLATFORM = "manylinux2014_x86_64"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("distribution", help="the plugin's distribution, e.g. agentrft-bfcl")
+    parser.add_argument("--workdir", type=Path, required=True)
+    parser.add_argument("--tasks", help="comma-separated (default: every task it provides)")
+    parser.add_argument("--split", default="validation")
+    parser.add_argument("--rows", type=int, default=1, help="rows played per task")
+    parser.add_argument("--skip-arm64", action="store_true", help="only the local-run check")
+    args = parser.parse_args()
+
+    from agentrft.plugins import get_plugins
+
+    plugins = get_plugins()
+    sources = plugins.task_sources()
+    tasks = (
+        args.tasks.split(",")
+        if args.tasks
+        else [t for t, d in sources.items() if _norm(d) == _norm(args.distribution)]
+    )
+    if not tasks:
+        sys.exit(f"bundle_check: {args.distribution} provides no task here (tasks: {sources})")
+    spec = ",".join(tasks)
+    print(f"[bundle_check] {args.distribution}: tasks {spec}")
+    args.workdir.mkdir(parents=True, exist_ok=True)
+
+    figures: dict[str, Any] = {"distribution": args.distribution, "tasks": tasks}
+    if not args.skip_arm64:
+        figures["aarch64"] = build(spec, args.workdir / "aarch64", None)
+    local = build(spec, args.workdir / "x86_64", LOCAL_PLATFORM)
+    figures["x86_64"] = local
+    unpacked = args.workdir / "x86_64" / "unpacked"
+    shutil.rmtree(unpacked, ignore_errors=True)
+    with zipfile.ZipFile(local["zip"]) as zf:
+        zf.extractall(unpacked)
+    for path in unpacked.rglob("*.so*"):  # zip entries keep 0o755 only for executables
+        path.chmod(0o755)
+    figures["episodes"], figures["foreign_libraries"], figures["startup_s"] = play(
+        spec, tasks, unpacked, args.split, args.rows
+    )
+    (args.workdir / "figures.json").write_text(json.dumps(figures, indent=2) + "\n")
+    for arch in ("aarch64", "x86_64"):
+        if arch in figures:
+            f = figures[arch]
+            print(
+                f"[bundle_check] {arch} largest (MB unpacked): {f['largest_mb']}; "
+                f"{len(f['dist_infos'])} distributions"
+            )
+    print(f"[bundle_check] figures in {args.workdir / 'figures.json'}")
+    ok = all(e["reward"] == e["in_venv"] for e in figures["episodes"])
+    ok = ok and not figures["foreign_libraries"]
+    print(f"[bundle_check] {'OK' if ok else 'FAILED'}")
+    return 0 if ok else 1
+
+
+def build(spec: str, workdir: Path, platform: str | None) -> dict[str, Any]:
+    """`agentrft deploy --build-only`; the zip's size, files and largest top-level entries."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    cmd = [_agentrft(), "deploy", "--task", spec, "--build-only", "--workdir", str(workdir)]
+    if platform:
+        cmd += ["--platform", platform]
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    took = time.monotonic() - t0
+    if out.returncode != 0:
+        print(out.stdout + out.stderr)
+        sys.exit(f"bundle_check: the {platform or 'aarch64'} build failed (above)")
+    (zip_path,) = workdir.glob("*.zip")
+    stage = workdir / "bundle"
+    sizes: dict[str, int] = {}
+    for path in stage.rglob("*"):
+        if path.is_file():
+            top = path.relative_to(stage).parts[0]
+            sizes[top] = sizes.get(top, 0) + path.stat().st_size
+    largest = sorted(sizes.items(), key=lambda kv: -kv[1])[:8]
+    figures = {
+        "zip": str(zip_path),
+        "zip_mb": round(zip_path.stat().st_size / 1e6, 1),
+        "unpacked_mb": round(sum(sizes.values()) / 1e6, 1),
+        "files": sum(1 for p in stage.rglob("*") if p.is_file()),
+        "build_s": round(took, 1),
+        "largest_mb": {k: round(v / 1e6, 1) for k, v in largest},
+        "dist_infos": sorted(p.name for p in stage.glob("*.dist-info")),
+    }
+    print(
+        f"[bundle_check] {platform or 'manylinux2014_aarch64'}: {figures['zip_mb']} MB zip, "
+        f"{figures['unpacked_mb']} MB unpacked, {figures['files']} files, {took:.0f} s"
+    )
+    return figures
+
+
+def play(
+    spec: str, tasks: list[str], bundle: Path, split: str, rows: int
+) -> tuple[list[dict[str, Any]], list[str], float]:
+    """Start the bundle's main.py in isolation and play `rows` rows of each task through it."""
+    from agentrft import run_episode, run_sync
+    from agentrft.backends.sagemaker.testing.loopback import LoopbackJobRuntime
+    from agentrft.mixture import wrap_prompt
+    from agentrft.plugins import get_plugins
+
+    port = _free_port()
+    base = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(bundle.parent),
+        "PYTHONPATH": str(bundle),
+        "AGENTRFT_TASK": spec,
+        "AGENTRFT_PORT": str(port),
+        "AGENTRFT_BIND_ALL": "0",  # 127.0.0.1 only (main() binds 0.0.0.0 in AgentCore)
+        "AWS_ACCESS_KEY_ID": "AKIDEXAMPLEEXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": "fake-secret-key-for-bundle-check",
+        "AWS_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": "/nonexistent",
+        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    probe = subprocess.run(
+        [str(base), "-S", "-c", "import sys; print(sys.path)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    print(f"[bundle_check] server sys.path: {probe.stdout.strip()}")
+    log = (bundle.parent / "server.log").open("w")
+    t0 = time.monotonic()
+    server = subprocess.Popen(
+        [str(base), "-S", "main.py"], cwd=bundle, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+    try:
+        startup = round(_wait_ping(port, server, bundle.parent / "server.log") - t0, 1)
+        print(f"[bundle_check] {base} -S main.py answered /ping after {startup} s")
+        episodes = []
+        plugins = get_plugins()
+        for name in tasks:
+            task = plugins.task(name)
+            expert = task.expert()
+            if expert is None:
+                sys.exit(f"bundle_check: task {name} has no expert to play with")
+            for i, row in enumerate(task.make_dataset(split, rows, 0)):
+                prompt = row["prompt"]
+                with LoopbackJobRuntime(expert) as jr:
+                    body = {
+                        "prompt": wrap_prompt(name, prompt) if "," in spec else prompt,
+                        "metadata": {
+                            "jobArn": JOB_ARN,
+                            "rolloutId": f"{name}-{i}",
+                            "endpoint": jr.endpoint,
+                        },
+                    }
+                    t1 = time.monotonic()
+                    answer = _post(port, body)
+                    took = round(time.monotonic() - t1, 1)
+                    chats, reports = (
+                        len(jr.chat),
+                        [r.path for r in jr.requests if r.path != "/v1/chat/completions"],
+                    )
+                here = run_sync(run_episode(plugins.task(name), prompt, task.expert()))
+                in_venv = here.reward.total if here.reward else None
+                episode = {
+                    "task": name,
+                    "row": prompt[:80],
+                    "reward": answer.get("reward"),
+                    "in_venv": in_venv,
+                    "policy_calls": chats,
+                    "reports": reports,
+                    "seconds": took,
+                }
+                print(f"[bundle_check] episode {json.dumps(episode)}")
+                episodes.append(episode)
+        foreign = _foreign_libraries(server.pid, bundle, base)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+    return episodes, foreign, startup
+
+
+def _foreign_libraries(pid: int, bundle: Path, base: Path) -> list[str]:
+    """Shared objects the server mapped from outside the bundle and the interpreter's own
+    installation (the system libc and friends are expected; site-packages are not)."""
+    prefix = base.parent.parent
+    allowed = (str(bundle), str(prefix), "/lib", "/usr/lib", "/lib64", "/usr/lib64")
+    maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    paths = {line.split()[-1] for line in maps if line.split()[-1].startswith("/")}
+    libs = sorted(p for p in paths if ".so" in p)
+    foreign = [p for p in libs if not p.startswith(allowed) or "site-packages" in p]
+    print(
+        f"[bundle_check] server mapped {len(libs)} shared objects, "
+        f"{sum(p.startswith(str(bundle)) for p in libs)} from the bundle, {len(foreign)} foreign"
+    )
+    return foreign
+
+
+def _wait_ping(port: int, server: subprocess.Popen[bytes], log: Path) -> float:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            print(log.read_text()[-4000:])
+            sys.exit(f"bundle_check: the bundle's main.py exited with {server.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=2) as resp:
+                if resp.status == 200:
+                    return time.monotonic()
+        except OSError:
+            time.sleep(0.5)
+    print(log.read_text()[-4000:])
+    sys.exit("bundle_check: no /ping answer within 120 s")
+
+
+def _post(port: int, body: dict[str, Any]) -> dict[str, Any]:
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/invocations",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=600) as resp:
+        return json.loads(resp.read())
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _agentrft() -> str:
+    return str(Path(sys.executable).with_name("agentrft"))
+
+
+def _norm(name: str) -> str:
+    return name.lower().replace("_", "-")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
