@@ -30,6 +30,7 @@ from tau2.agent.llm_agent import AGENT_INSTRUCTION  # noqa: E402
 from tau2.agent.llm_agent import SYSTEM_PROMPT as AGENT_SYSTEM_PROMPT  # noqa: E402
 from tau2.data_model.message import (  # noqa: E402
     AssistantMessage,
+    MultiToolMessage,
     ToolCall,
     ToolMessage,
     UserMessage,
@@ -41,6 +42,7 @@ from tau2.environment.toolkit import ToolType  # noqa: E402
 from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation  # noqa: E402
 from tau2.orchestrator.orchestrator import DEFAULT_FIRST_AGENT_MESSAGE  # noqa: E402
 from tau2.registry import registry  # noqa: E402
+from tau2.user.base import BaseUser, UserState, is_valid_user_history_message  # noqa: E402
 from tau2.utils import DATA_DIR  # noqa: E402
 
 if tau2_config.USE_LANGFUSE or tau2_config.LLM_CACHE_ENABLED:  # a changed tau2 default
@@ -56,6 +58,8 @@ __all__ = [
     "DOMAINS",
     "GREETING",
     "AssistantMessage",
+    "BaseUser",
+    "MultiToolMessage",
     "RewardInfo",
     "Tau2Environment",
     "Tau2Task",
@@ -64,15 +68,18 @@ __all__ = [
     "ToolMessage",
     "ToolType",
     "UserMessage",
+    "UserState",
+    "conversation_prefix",
     "domain_splits",
     "domain_tasks",
+    "is_valid_user_history_message",
     "new_environment",
     "tau2_reward",
 ]
 
-#: The domains this plugin offers (telecom's user acts on the phone with tools of their own,
-#: which the scripted user cannot do; see the README).
-DOMAINS = ("airline", "retail", "mock")
+#: The domains this plugin offers (telecom's user also acts on their phone, through tau2's
+#: user tools).
+DOMAINS = ("airline", "retail", "mock", "telecom")
 
 #: tau2's orchestrator opens every conversation with this agent message.
 GREETING: str = DEFAULT_FIRST_AGENT_MESSAGE.content or ""
@@ -98,6 +105,15 @@ def domain_splits(domain: str) -> dict[str, list[str]]:
     return {k: list(v) for k, v in json.loads(path.read_text()).items()}
 
 
+def conversation_prefix(task: Tau2Task) -> list[Any]:
+    """What tau2's orchestrator puts first in the conversation: the task's pre-written
+    history (initial_state.message_history), else its greeting. A fresh copy each call."""
+    init = task.initial_state
+    if init is not None and init.message_history:
+        return [m.model_copy(deep=True) for m in init.message_history]
+    return [DEFAULT_FIRST_AGENT_MESSAGE.model_copy(deep=True)]
+
+
 def new_environment(domain: str) -> Tau2Environment:
     """A fresh tau2 environment of `domain` (its database loaded from the wheel)."""
     return registry.get_env_constructor(domain)()
@@ -108,7 +124,7 @@ def tau2_reward(
 ) -> RewardInfo:
     """tau2's own score of a conversation: `evaluate_simulation` with EvaluationType.ALL (the
     DB check, env assertions, actions and communicate_info, combined per the task's
-    reward_basis). NL assertions are not in any airline/retail reward basis; a task whose
+    reward_basis). NL assertions are in no offered reward basis; a task whose
     basis has them is refused by tau2 here rather than judged."""
     run = SimulationRun(
         id="agentrft",

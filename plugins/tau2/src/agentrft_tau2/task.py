@@ -25,13 +25,13 @@ from agentrft import (
     run_sync,
     seeded_sample,
 )
-from agentrft.messages import assistant, system
+from agentrft import ToolCall as AgentToolCall
+from agentrft.messages import system
 from agentrft_tau2 import expert as experts
-from agentrft_tau2.environment import Tau2Env, parse_arguments
+from agentrft_tau2.environment import Tau2Env, UserTurn, parse_arguments
 from agentrft_tau2.suite import (
     AGENT_INSTRUCTION,
     AGENT_SYSTEM_PROMPT,
-    GREETING,
     AssistantMessage,
     RewardInfo,
     Tau2Task,
@@ -39,12 +39,13 @@ from agentrft_tau2.suite import (
     ToolCall,
     ToolMessage,
     UserMessage,
+    conversation_prefix,
     domain_splits,
     domain_tasks,
     new_environment,
     tau2_reward,
 )
-from agentrft_tau2.users import UserConfig, user_config_from_env
+from agentrft_tau2.users import UserConfig, case_token, user_config_from_env
 
 #: Outcomes first. tau2's reward is binary (1 only when every check of the task's
 #: reward_basis passes); the tiers below it say how far a failed conversation got, with
@@ -80,11 +81,23 @@ class Instance:
 
 
 def playable(task: Tau2Task) -> bool:
-    """Tasks this plugin plays: no pre-written conversation (initial_state.message_history,
-    a few mock tasks) and no NL assertion in the reward basis (tau2 would need an LLM judge;
-    no airline or retail task has one)."""
-    if task.initial_state is not None and task.initial_state.message_history:
-        return False
+    """Tasks this plugin plays: no NL assertion in the reward basis (tau2 would need an LLM
+    judge; no offered task has one), and a pre-written conversation
+    (initial_state.message_history, two mock tasks) only when it ends with the agent writing
+    to the user, whom the user then answers, and holds no user tool calls (the policy would
+    have to read them)."""
+    init = task.initial_state
+    if init is not None and init.message_history:
+        history = init.message_history
+        last = history[-1]
+        if not isinstance(last, AssistantMessage) or last.is_tool_call():
+            return False
+        if any(
+            (isinstance(m, UserMessage) and m.is_tool_call())
+            or (isinstance(m, ToolMessage) and m.requestor != "assistant")
+            for m in history
+        ):
+            return False
     crit = task.evaluation_criteria
     return crit is None or "NL_ASSERTION" not in {str(b.value) for b in crit.reward_basis}
 
@@ -129,24 +142,30 @@ class Tau2TaskBase(Task[Instance, Tau2Env]):
         return Instance(domain, task, user_config_from_env())
 
     def environment(self, instance: Instance) -> Tau2Env:
-        return Tau2Env(
-            instance.domain, instance.task, instance.user.make(instance.domain, instance.task)
-        )
+        return Tau2Env(instance.domain, instance.task, instance.user)
 
     def system_prompt(self, instance: Instance) -> str:
         return agent_system_prompt(instance.domain)
 
     def initial_messages(self, instance: Instance) -> list[Message]:
-        # tau2's orchestrator: the agent greets, the user answers (Tau2Env.opening).
-        return [system(self.system_prompt(instance)), assistant(GREETING)]
+        # tau2's orchestrator: the agent greets (or the task's pre-written conversation),
+        # the user answers (Tau2Env.opening).
+        prefix = conversation_prefix(instance.task)
+        return [system(self.system_prompt(instance)), *from_tau2_messages(prefix)]
 
     def instance_id(self, instance: Instance) -> str:
         return instance.id
 
     def hidden_values(self, instance: Instance) -> list[str]:
-        """The scenario the user plays (each sentence-long field), the ground-truth actions
-        and the NL assertions: never in what the policy reads."""
+        """The scenario the user plays (each sentence-long field), the ground-truth actions,
+        the NL assertions, the ticket and the task's description, and a task id that spells
+        out the faults (telecom's): never in what the policy reads."""
         out: list[str] = []
+        if case_token(instance.task.id) != instance.task.id:
+            out.append(instance.task.id)
+        desc = instance.task.description
+        if desc is not None:
+            out += [v for v in (desc.purpose, desc.relevant_policies, desc.notes) if v]
         sc = instance.task.user_scenario
         ins = sc.instructions
         if isinstance(ins, str):
@@ -195,7 +214,7 @@ class Tau2TaskBase(Task[Instance, Tau2Env]):
         termination = (
             TerminationReason.USER_STOP if env.user_stopped else TerminationReason.MAX_STEPS
         )
-        messages = to_tau2_messages(trajectory.messages, env.stop_message)
+        messages = to_tau2_messages(trajectory.messages, env.prefix, env.turns)
         return tau2_reward(env.domain, env.task, messages, termination)
 
     # -- data -------------------------------------------------------------------------
@@ -281,15 +300,37 @@ def score_reward(info: RewardInfo, *, trajectory_finished: bool) -> RewardResult
     return r
 
 
-def to_tau2_messages(messages: list[Message], stop_message: str | None) -> list[Any]:
+def from_tau2_messages(prefix: list[Any]) -> list[Message]:
+    """The conversation's opening (tau2's greeting, or a task's pre-written history) as the
+    policy reads it: one message for each tau2 message (`to_tau2_messages` relies on it)."""
+    out: list[Message] = []
+    for m in prefix:
+        if isinstance(m, ToolMessage):
+            out.append(Message(role="tool", content=m.content or "", tool_call_id=m.id))
+        elif isinstance(m, AssistantMessage):
+            calls = [
+                AgentToolCall(id=c.id, name=c.name, arguments=json.dumps(c.arguments))
+                for c in m.tool_calls or []
+            ]
+            out.append(Message(role="assistant", content=m.content, tool_calls=calls or None))
+        else:
+            out.append(Message(role="user", content=m.content or ""))
+    return out
+
+
+def to_tau2_messages(
+    messages: list[Message], prefix: list[Any], turns: list[UserTurn]
+) -> list[Any]:
     """The conversation in tau2's types, as its orchestrator records it: no system prompt;
-    calls whose arguments are not a JSON object dropped with their replies (tau2's agent
-    could not have sent them); the user's closing STOP message last."""
-    out: list[Any] = []
+    the opening (`prefix`) as tau2 has it; each user message preceded by the user's own tool
+    calls and their results (`turns`, which the policy never saw); calls whose arguments are
+    not a JSON object dropped with their replies (tau2's agent could not have sent them);
+    a user message the policy never read (the closing STOP) last."""
+    out: list[Any] = [m.model_copy(deep=True) for m in prefix]
     dropped: set[str] = set()
-    for m in messages:
-        if m.role == "system":
-            continue
+    pending = list(turns)
+    body = messages[1 + len(prefix) :] if messages and messages[0].role == "system" else []
+    for m in body:
         if m.role == "assistant":
             calls = []
             for c in m.tool_calls or []:
@@ -308,9 +349,12 @@ def to_tau2_messages(messages: list[Message], stop_message: str | None) -> list[
             if m.tool_call_id not in dropped:
                 out.append(ToolMessage(id=m.tool_call_id or "", role="tool", content=m.content))
         elif m.role == "user":
-            out.append(UserMessage(role="user", content=m.content))
-    if stop_message is not None:
-        out.append(UserMessage(role="user", content=stop_message))
+            turn = pending.pop(0) if pending else None
+            if turn is None or (turn.message.content or "") != (m.content or ""):
+                raise ValueError(f"user message {m.content!r:.80} is not the user's next turn")
+            out += [*turn.hidden, turn.message]
+    for turn in pending:
+        out += [*turn.hidden, turn.message]
     return out
 
 
@@ -330,10 +374,22 @@ class RetailTask(Tau2TaskBase):
     domain: ClassVar[str] = "retail"
 
 
+class TelecomTask(Tau2TaskBase):
+    name: ClassVar[str] = "tau2_telecom"
+    description: ClassVar[str] = (
+        "tau2-bench telecom: technical support where the customer acts on their own phone "
+        "(tau2's user tools), tau2's user and evaluator."
+    )
+    domain: ClassVar[str] = "telecom"
+    # Troubleshooting takes more exchanges than a booking: the agent asks for one step on
+    # the phone at a time (tau2's 200 steps count the user's tool calls too).
+    limits: ClassVar[EpisodeLimits] = EpisodeLimits(max_turns=50, max_tool_calls=50, timeout_s=900)
+
+
 class MockTask(Tau2TaskBase):
     name: ClassVar[str] = "tau2_mock"
     description: ClassVar[str] = "tau2-bench mock domain (a small task list; tests and smoke runs)."
     domain: ClassVar[str] = "mock"
 
 
-TASKS = [AirlineTask, RetailTask, MockTask]
+TASKS = [AirlineTask, RetailTask, TelecomTask, MockTask]
