@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentrft_bfcl import BfclLongContextTask, BfclMissParamTask, BfclMultiTurnTask
+from agentrft_bfcl import (
+    BfclLongContextTask,
+    BfclMissFuncTask,
+    BfclMissParamTask,
+    BfclMultiTurnTask,
+)
 from agentrft_bfcl.task import TASK_OF_CATEGORY
 
 from agentrft import Message, ScriptedPolicy
@@ -23,7 +28,7 @@ def task_for(entry_id: str) -> BfclMultiTurnTask:
 
 
 #: Every task the plugin registers.
-TASKS = (BfclMultiTurnTask, BfclLongContextTask, BfclMissParamTask)
+TASKS = (BfclMultiTurnTask, BfclLongContextTask, BfclMissParamTask, BfclMissFuncTask)
 
 
 class Recorder(ScriptedPolicy):

@@ -36,13 +36,18 @@ def test_agentrft_tasks_lists_it() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "agentrft-bfcl" in out.stdout
-    for name in ("bfcl_multi_turn", "bfcl_multi_turn_long_context", "bfcl_multi_turn_miss_param"):
-        assert name in out.stdout
+    for t in TASKS:
+        assert t.name in out.stdout
 
 
 @pytest.mark.parametrize(
     ("task_class", "sizes"),
-    [(TASKS[0], (166, 34, 200)), (TASKS[1], (160, 40, 200)), (TASKS[2], (160, 40, 200))],
+    [
+        (TASKS[0], (166, 34, 200)),
+        (TASKS[1], (160, 40, 200)),
+        (TASKS[2], (160, 40, 200)),
+        (TASKS[3], (169, 31, 200)),
+    ],
 )
 def test_splits_are_deterministic_disjoint_and_cover_the_category(
     task_class: type[BfclMultiTurnTask], sizes: tuple[int, int, int]
@@ -91,7 +96,8 @@ def test_bad_dataset_requests_say_what_to_ask(
         ("[1]", 'with an "id"'),
         ('{"id": 3}', 'with an "id"'),
         ('{"id": "multi_turn_base_999"}', "no BFCL entry 'multi_turn_base_999'"),
-        ('{"id": "multi_turn_miss_func_0"}', "no BFCL entry"),
+        ('{"id": "multi_turn_composite_0"}', "no BFCL entry"),
+        ('{"id": "multi_turn_miss_func_0"}', "--task bfcl_multi_turn_miss_func"),
         ('{"id": "multi_turn_long_context_0"}', "--task bfcl_multi_turn_long_context"),
         ('{"id": "multi_turn_miss_param_0"}', "--task bfcl_multi_turn_miss_param"),
     ],
@@ -199,6 +205,7 @@ LEAK_IDS = [
     *(f"multi_turn_base_{i}" for i in (0, 7, 31, 104, 150, 188)),
     *(f"multi_turn_long_context_{i}" for i in (11, 29, 105, 163)),
     *(f"multi_turn_miss_param_{i}" for i in (0, 2, 3, 110, 160)),
+    *(f"multi_turn_miss_func_{i}" for i in (0, 3, 49, 120, 190)),
 ]
 
 
@@ -231,6 +238,16 @@ async def test_policy_never_sees_ground_truth_or_a_turn_before_its_time(entry_id
         first = rec.seen[0][0]
         assert [m.role for m in first] == ["user"]  # BFCL's FC inference: no system prompt
         assert first[0].content == "\n\n".join(entry.turns[0])
+        # the tools at every call are the turn's (miss_func: a held-out function's name and
+        # schema appear only from its turn on)
+        for messages, tools in rec.seen:
+            turn = sum(1 for m in messages if m.role == "user") - 1
+            names = [t["function"]["name"] for t in tools]
+            assert names == [t["function"]["name"] for t in suite.openai_tools(entry, turn)]
+            later = {
+                d["name"] for k, docs in entry.added_functions.items() if k > turn for d in docs
+            }
+            assert not any(f'"{name}"' in json.dumps(tools) for name in later), (entry_id, turn)
 
 
 def test_importing_and_playing_touches_no_network_and_no_model_hub() -> None:
@@ -260,6 +277,7 @@ print(json.dumps({"solved": traj.reward.solved, "heavy": heavy}))
         ("bfcl_multi_turn", 34),
         ("bfcl_multi_turn_long_context", 40),
         ("bfcl_multi_turn_miss_param", 40),
+        ("bfcl_multi_turn_miss_func", 31),
     ],
 )
 def test_cli_eval_of_the_expert_prints_the_ceiling_on_validation(name: str, n: int) -> None:

@@ -6,6 +6,7 @@ from agentrft_bfcl.reward import TIERS, bfcl_reward, decode_trajectory, turn_ver
 from agentrft_bfcl.task import (
     BfclInstance,
     BfclLongContextTask,
+    BfclMissFuncTask,
     BfclMissParamTask,
     BfclMultiTurnTask,
     split_of,
@@ -16,6 +17,7 @@ __all__ = [
     "BfclEnv",
     "BfclInstance",
     "BfclLongContextTask",
+    "BfclMissFuncTask",
     "BfclMissParamTask",
     "BfclMultiTurnTask",
     "bfcl_reward",

@@ -7,6 +7,9 @@ and replies with its result stringified as BFCL does (str as is, dict as JSON, e
 an exception as BFCL's "Error during execution: ...". The user's turns come one at a time:
 when the model replies without a tool call, the next turn's message follows (BFCL moves to
 the next turn on a step without decodable calls), and after the last turn the episode ends.
+In miss_func, the held-out functions join the tools at their turn, whose message is BFCL's
+"I have updated some more functions you can choose from. What about now?"
+(`Environment.tools_changed`: the policy is offered the longer list from that turn on).
 """
 
 from __future__ import annotations
@@ -27,10 +30,12 @@ class BfclEnv(Environment):
         self.entry = entry
         self.instances = suite.load_instances(entry)
         methods = suite.public_methods(self.instances)
-        self._tools: dict[str, Tool] = {}
-        for spec in suite.openai_tools(entry):
+        # Every documented function, offered yet or not: BFCL's executor runs a call to a
+        # miss_func function before its turn too (the model was not shown it, but may guess).
+        self._callable: dict[str, Tool] = {}
+        for spec in suite.openai_tools(entry, len(entry.turns)):
             fn = spec["function"]
-            self._tools[fn["name"]] = SchemaTool(
+            self._callable[fn["name"]] = SchemaTool(
                 _bfcl_call(methods[fn["name"]]),
                 name=fn["name"],
                 parameters=fn["parameters"],
@@ -41,13 +46,22 @@ class BfclEnv(Environment):
             )
         #: Index of the user turn being played (0-based).
         self.turn = 0
+        self._tools: dict[str, Tool] = {}
+        self._offer_tools()
+
+    def _offer_tools(self) -> None:
+        """The tools of the current turn, in BFCL's order (miss_func appends held-out ones
+        at their turn)."""
+        for spec in suite.openai_tools(self.entry, self.turn):
+            name = spec["function"]["name"]
+            self._tools.setdefault(name, self._callable[name])
 
     @property
     def tools(self) -> dict[str, Tool]:
         return dict(self._tools)
 
     async def call_tool(self, call: ToolCall, *, threads: ToolThreads | None = None) -> ToolResult:
-        found = self._tools.get(call.name)
+        found = self._callable.get(call.name)
         if found is None:
             names = ", ".join(self._tools)
             return ToolResult(
@@ -64,6 +78,9 @@ class BfclEnv(Environment):
         """The model ended its turn: the next user turn's message, or the end."""
         if self.turn + 1 < len(self.entry.turns):
             self.turn += 1
+            if self.turn in self.entry.added_functions:
+                self._offer_tools()
+                self.tools_changed = True  # the loop sends the longer list from now on
             return "\n\n".join(self.entry.turns[self.turn])
         self.done = True
         return None

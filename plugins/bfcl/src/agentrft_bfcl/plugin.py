@@ -2,9 +2,14 @@
 
 from agentrft import hookimpl
 from agentrft_bfcl.bundle import agentrft_bundle_options  # noqa: F401 (the hook, registered here)
-from agentrft_bfcl.task import BfclLongContextTask, BfclMissParamTask, BfclMultiTurnTask
+from agentrft_bfcl.task import (
+    BfclLongContextTask,
+    BfclMissFuncTask,
+    BfclMissParamTask,
+    BfclMultiTurnTask,
+)
 
 
 @hookimpl
 def agentrft_tasks() -> list[type]:
-    return [BfclMultiTurnTask, BfclLongContextTask, BfclMissParamTask]
+    return [BfclMultiTurnTask, BfclLongContextTask, BfclMissParamTask, BfclMissFuncTask]

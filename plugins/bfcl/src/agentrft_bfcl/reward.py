@@ -58,7 +58,7 @@ class Decoded:
 def decode_trajectory(trajectory: Trajectory, n_turns: int, allowed: frozenset[str]) -> Decoded:
     """The model's steps per user turn. A turn ends where the loop sent the next user
     message; a step that does not decode is skipped, as BFCL's evaluation skips it; calls
-    outside `allowed` (the entry's tools) are refused (`suite.decode_step`)."""
+    outside `allowed` (the entry's methods) are refused (`suite.decode_step`)."""
     turns: list[list[list[str]]] = [[] for _ in range(n_turns)]
     steps = [0] * n_turns
     current = 0
@@ -112,5 +112,6 @@ def score(entry: suite.Entry, decoded: Decoded, verdicts: list[bool]) -> RewardR
 
 def bfcl_reward(entry: suite.Entry, trajectory: Trajectory) -> RewardResult:
     """Score one finished episode of `entry` with BFCL's checker."""
-    decoded = decode_trajectory(trajectory, len(entry.ground_truth), suite.tool_names(entry.id))
+    n = len(entry.ground_truth)
+    decoded = decode_trajectory(trajectory, n, suite.callable_names(entry.id))
     return score(entry, decoded, turn_verdicts(entry, decoded))

@@ -23,13 +23,16 @@ import os
 import tempfile
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 os.environ.setdefault("BFCL_PROJECT_ROOT", os.path.join(tempfile.gettempdir(), "agentrft-bfcl"))
 
-from bfcl_eval.constants.default_prompts import MAXIMUM_STEP_LIMIT
+from bfcl_eval.constants.default_prompts import (
+    DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC,
+    MAXIMUM_STEP_LIMIT,
+)
 from bfcl_eval.constants.enums import ModelStyle
 from bfcl_eval.constants.executable_backend_config import (
     CLASS_FILE_PATH_MAPPING,
@@ -45,10 +48,15 @@ from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
 
 #: The categories this plugin plays. long_context loads every API class with BFCL's long
 #: scenario (`_load_scenario(..., long_context=True)`, as BFCL decides it from the id);
-#: miss_param has one turn per entry that lacks a parameter and whose ground truth is empty.
-#: miss_func (functions added at a given turn) is not played: the tool list is fixed per
-#: episode here (docs/suite-bfcl.md).
-CATEGORIES = ("multi_turn_base", "multi_turn_long_context", "multi_turn_miss_param")
+#: miss_param has one turn per entry that lacks a parameter and whose ground truth is empty;
+#: miss_func holds functions back until a given turn, whose user message is BFCL's
+#: "I have updated some more functions..." (the turn before asks for them: empty ground truth).
+CATEGORIES = (
+    "multi_turn_base",
+    "multi_turn_long_context",
+    "multi_turn_miss_param",
+    "multi_turn_miss_func",
+)
 #: BFCL ends a turn's inference (and fails the entry) after this many steps in one turn.
 STEP_LIMIT = MAXIMUM_STEP_LIMIT
 
@@ -57,6 +65,7 @@ __all__ = [
     "REFUSED_CALL",
     "STEP_LIMIT",
     "Entry",
+    "callable_names",
     "check_turns",
     "decode_step",
     "entries",
@@ -83,6 +92,8 @@ class Entry:
     ground_truth: tuple[tuple[str, ...], ...]
     involved_classes: tuple[str, ...]
     raw: dict[str, Any]
+    #: miss_func: turn -> the function docs BFCL adds to the tools at that turn.
+    added_functions: dict[int, tuple[dict[str, Any], ...]] = field(default_factory=dict)
 
     @property
     def long_context(self) -> bool:
@@ -99,8 +110,14 @@ def entries(category: str = "multi_turn_base") -> dict[str, Entry]:
     answers = {a["id"]: a["ground_truth"] for a in load_ground_truth_entry(category)}
     out: dict[str, Entry] = {}
     for raw in load_dataset_entry(category):
+        # BFCL's loader moved held-out docs from `function` to `missed_function` (by turn).
+        added = {int(k): tuple(v) for k, v in raw.get("missed_function", {}).items()}
         turns = tuple(
-            tuple(m["content"] for m in turn if m["role"] == "user") for turn in raw["question"]
+            # A turn that adds functions has no question: BFCL's FC inference asks this.
+            (DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC,)
+            if k in added
+            else tuple(m["content"] for m in turn if m["role"] == "user")
+            for k, turn in enumerate(raw["question"])
         )
         out[raw["id"]] = Entry(
             id=raw["id"],
@@ -109,6 +126,7 @@ def entries(category: str = "multi_turn_base") -> dict[str, Entry]:
             ground_truth=tuple(tuple(t) for t in answers[raw["id"]]),
             involved_classes=tuple(raw["involved_classes"]),
             raw=raw,
+            added_functions=added,
         )
     return out
 
@@ -121,18 +139,29 @@ def entry(entry_id: str) -> Entry:
     return entries(category)[entry_id]
 
 
-def openai_tools(e: Entry) -> list[dict[str, Any]]:
-    """The entry's function docs as OpenAI tools, converted as BFCL's OpenAI FC handler
-    does (`convert_to_tool` with GORILLA_TO_OPENAPI: dict -> object, float -> number)."""
-    return list(
-        convert_to_tool(e.raw["function"], GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)
-    )
+def openai_tools(e: Entry, turn: int = 0) -> list[dict[str, Any]]:
+    """The function docs offered at `turn` as OpenAI tools, converted as BFCL's OpenAI FC
+    handler does (`convert_to_tool` with GORILLA_TO_OPENAPI: dict -> object, float ->
+    number); miss_func's held-out docs are appended from their turn on, as BFCL extends
+    `test_entry["function"]` and recompiles the tools."""
+    docs = list(e.raw["function"])
+    for k in sorted(e.added_functions):
+        if k <= turn:
+            docs.extend(e.added_functions[k])
+    return list(convert_to_tool(docs, GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS))
 
 
 @cache
-def tool_names(entry_id: str) -> frozenset[str]:
-    """The names of the tools entry `entry_id` offers."""
-    return frozenset(t["function"]["name"] for t in openai_tools(entry(entry_id)))
+def tool_names(entry_id: str, turn: int = 0) -> frozenset[str]:
+    """The names of the tools entry `entry_id` offers at `turn`."""
+    return frozenset(t["function"]["name"] for t in openai_tools(entry(entry_id), turn))
+
+
+def callable_names(entry_id: str) -> frozenset[str]:
+    """The names BFCL's executor runs for the entry: every function it documents, offered
+    yet or not (a miss_func function called before its turn runs, as in BFCL; every public
+    method of the entry's classes is documented, a test checks)."""
+    return tool_names(entry_id, len(entry(entry_id).turns))
 
 
 def load_instances(e: Entry) -> dict[str, Any]:

@@ -4,7 +4,10 @@
 - `bfcl_multi_turn_long_context` (`BfclLongContextTask`): the same kind of entries with
   BFCL's long scenarios loaded into every API class (long listings, many records);
 - `bfcl_multi_turn_miss_param` (`BfclMissParamTask`): one turn per entry lacks a
-  parameter (its ground truth is empty); the user gives it in a later turn.
+  parameter (its ground truth is empty); the user gives it in a later turn;
+- `bfcl_multi_turn_miss_func` (`BfclMissFuncTask`): a function is held back; the turn
+  that needs it cannot be done (empty ground truth), and at a later turn BFCL adds it to
+  the tools with "I have updated some more functions you can choose from. What about now?".
 
 A row names one BFCL entry of the task's category:
 
@@ -73,6 +76,7 @@ TASK_OF_CATEGORY: dict[str, str] = {
     "multi_turn_base": "bfcl_multi_turn",
     "multi_turn_long_context": "bfcl_multi_turn_long_context",
     "multi_turn_miss_param": "bfcl_multi_turn_miss_param",
+    "multi_turn_miss_func": "bfcl_multi_turn_miss_func",
 }
 
 
@@ -276,4 +280,20 @@ class BfclMissParamTask(BfclMultiTurnTask):
         "multi_turn_miss_param_0",
         "multi_turn_miss_param_3",
         "multi_turn_miss_param_7",
+    )
+
+
+class BfclMissFuncTask(BfclMultiTurnTask):
+    """BFCL multi-turn miss_func: a function held back, offered at a later turn."""
+
+    name: ClassVar[str] = "bfcl_multi_turn_miss_func"
+    description: ClassVar[str] = (
+        "BFCL v4 multi-turn miss_func: a needed function is missing (the model should say "
+        "so, not improvise); BFCL adds it to the tools at a later turn. Multi-turn checker."
+    )
+    category: ClassVar[str] = "multi_turn_miss_func"
+    reward_check_ids: ClassVar[tuple[str, ...]] = (
+        "multi_turn_miss_func_0",
+        "multi_turn_miss_func_2",
+        "multi_turn_miss_func_9",
     )
