@@ -14,15 +14,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from agentrft_bfcl import TIERS
 
 AGENTRFT = str(Path(sys.executable).parent / "agentrft")
-ROWS = ["multi_turn_base_105", "multi_turn_base_142"]
+RUNS = {
+    "bfcl_multi_turn": ["multi_turn_base_105", "multi_turn_base_142"],
+    # add_to_watchlist is held out until turn 1, get_available_stocks until turn 2: the SFT
+    # warm-up and the rollouts cross a change of tools (Environment.tools_changed)
+    "bfcl_multi_turn_miss_func": ["multi_turn_miss_func_142", "multi_turn_miss_func_105"],
+}
 
 
-def test_local_training_run_completes_end_to_end(tmp_path: Path) -> None:
+@pytest.mark.parametrize("task", RUNS)
+def test_local_training_run_completes_end_to_end(tmp_path: Path, task: str) -> None:
+    rows = RUNS[task]
     data = tmp_path / "rows.jsonl"
-    data.write_text("".join(json.dumps({"prompt": json.dumps({"id": i})}) + "\n" for i in ROWS))
+    data.write_text("".join(json.dumps({"prompt": json.dumps({"id": i})}) + "\n" for i in rows))
     settings = {
         "local.tiny_model": "156k",
         "local.cpu_threads": "1",
@@ -36,12 +44,13 @@ def test_local_training_run_completes_end_to_end(tmp_path: Path) -> None:
         "group_size": "4",
         "global_batch_size": "1",
         "sampling_max_tokens": "32",
+        "local.save_prompt_token_ids": "true",
     }
     args = [
         AGENTRFT,
         "train",
         "--task",
-        "bfcl_multi_turn",
+        task,
         "--backend",
         "local",
         "--data",
@@ -72,6 +81,22 @@ def test_local_training_run_completes_end_to_end(tmp_path: Path) -> None:
     trajs = [json.loads(line) for line in (run / "trajectories.jsonl").read_text().splitlines()]
     assert len(trajs) == 4
     for t in trajs:
-        assert t["instance_id"] in ROWS
+        assert t["instance_id"] in rows
         assert {s["function"]["name"] for s in t["tools"]} >= {"place_order", "get_stock_info"}
         assert t["reward"]["outcome"] in TIERS.names
+    if task == "bfcl_multi_turn_miss_func":
+        # the tiny model's text replies move the episode on; where the next turn added a
+        # function, that call was offered it and its prompt was rendered afresh
+        changed = [
+            (t, k) for t in trajs for k, turn in enumerate(t["turns"]) if turn["tools"] is not None
+        ]
+        assert changed, "no rollout reached the turn that adds a function"
+        for t, k in changed:
+            names = {s["function"]["name"] for s in t["turns"][k]["tools"]}
+            assert names - {s["function"]["name"] for s in t["tools"]} <= {
+                "add_to_watchlist",
+                "get_available_stocks",
+            } and names > {s["function"]["name"] for s in t["tools"]}
+            before = t["turns"][k - 1]
+            head = before["prompt_token_ids"] + before["completion_token_ids"]
+            assert t["turns"][k]["prompt_token_ids"][: len(head)] != head
