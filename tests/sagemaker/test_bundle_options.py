@@ -304,3 +304,20 @@ def test_dry_run_prints_both_pip_commands_and_bad_declarations_exit_2(
 def test_declared_options_know_their_source() -> None:
     d = DeclaredOptions("bfcl", "agentrft-bfcl", BundleOptions())
     assert d.source == "plugin 'bfcl' (distribution agentrft-bfcl)"
+
+
+def test_a_bundle_over_agentcore_code_package_limits_is_refused(tmp_path: Path) -> None:
+    from agentrft.backends.sagemaker.jobs import bundle
+
+    stage = tmp_path / "stage"
+    (stage / "big").mkdir(parents=True)
+    (stage / "big" / "blob.bin").write_bytes(b"\0" * 3000)
+    (stage / "small.py").write_text("x = 1\n")
+    assert bundle.check_unpacked_size(stage) == 3006
+    with pytest.raises(BundleError, match=r"unpacked, over AgentCore's .* \(largest, MiB: big 0"):
+        bundle.check_unpacked_size(stage, limit=1000)
+    zip_path = tmp_path / "b.zip"
+    bundle.write_zip(stage, zip_path)
+    with pytest.raises(BundleError, match="over AgentCore's 0 MiB for a zipped code package"):
+        bundle.check_zip_size(zip_path, limit=10)
+    assert bundle.MAX_ZIP_BYTES == 250 * 2**20 and bundle.MAX_UNPACKED_BYTES == 750 * 2**20

@@ -54,6 +54,11 @@ ENTRY_FILE = "main.py"
 BASE_GLIBC_MINOR = 17
 _MANYLINUX_RE = re.compile(r"^manylinux(?:2014|_2_(?P<minor>[0-9]+))_(?P<arch>[a-z0-9_]+)$")
 HOOK = "agentrft_bundle_options"
+MB = 1024 * 1024
+#: AgentCore's fixed quotas for a direct code deployment package ("250 MB" compressed,
+#: "750 MB" uncompressed, not adjustable); read as MiB, as Lambda's same figures are.
+MAX_ZIP_BYTES = 250 * MB
+MAX_UNPACKED_BYTES = 750 * MB
 # Files a dist-info keeps in the bundle (RECORD and direct_url would describe this machine).
 _DIST_INFO_FILES = ("METADATA", "entry_points.txt", "top_level.txt", "WHEEL")
 _SKIP_DIRS = {"__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache"}
@@ -441,9 +446,42 @@ def build_bundle(
         echo(f"copying {dist.name} {dist.version}")
         _copy_distribution(dist, plan.stage)
     (plan.stage / ENTRY_FILE).write_text(entry_script(plan.task, plan.reward), encoding="utf-8")
+    check_unpacked_size(plan.stage)
     echo(f"zipping {plan.zip_path.name}")
     write_zip(plan.stage, plan.zip_path)
+    check_zip_size(plan.zip_path)
     return plan.zip_path
+
+
+def check_unpacked_size(stage: Path, limit: int = MAX_UNPACKED_BYTES) -> int:
+    """The staged tree's size in bytes; a BundleError naming the largest parts above `limit`."""
+    sizes: dict[str, int] = {}
+    for path in stage.rglob("*"):
+        if path.is_file():
+            top = path.relative_to(stage).parts[0]
+            sizes[top] = sizes.get(top, 0) + path.stat().st_size
+    total = sum(sizes.values())
+    if total > limit:
+        largest = sorted(sizes.items(), key=lambda kv: -kv[1])[:5]
+        parts = ", ".join(f"{k} {v / MB:.0f}" for k, v in largest)
+        raise BundleError(
+            f"the bundle is {total / MB:.0f} MiB unpacked, over AgentCore's {limit / MB:.0f} "
+            f"MiB for a code package (largest, MiB: {parts}); a plugin can install a requirement "
+            "without the dependencies its tasks never import (BundleOptions.no_deps, "
+            "docs/sagemaker-runtime.md)"
+        )
+    return total
+
+
+def check_zip_size(zip_path: Path, limit: int = MAX_ZIP_BYTES) -> int:
+    size = zip_path.stat().st_size
+    if size > limit:
+        raise BundleError(
+            f"{zip_path.name} is {size / MB:.0f} MiB, over AgentCore's {limit / MB:.0f} MiB for "
+            "a zipped code package; slim the plugin's install (BundleOptions.no_deps, "
+            "docs/sagemaker-runtime.md)"
+        )
+    return size
 
 
 def entry_script(task: str, reward: str | None = None) -> str:
