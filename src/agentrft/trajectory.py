@@ -68,7 +68,7 @@ class Trajectory(BaseModel):
     turns: list[Turn] = Field(default_factory=list)
     tools: list[dict[str, Any]] = Field(
         default_factory=list,
-        description="The tools offered to the first policy call (later changes: Turn.tools).",
+        description="The tools the episode started with (changes: Turn.tools, tools_at).",
     )
     failures: list[Failure] = Field(default_factory=list)
     stop_reason: str = ""
