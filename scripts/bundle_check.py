@@ -6,9 +6,10 @@ Run by scripts/bundle_check.sh in the plugin's venv. Steps, each timed and print
    its zip;
 3. its main.py started by the base CPython 3.11 with `-S` (no site-packages: only the
    bundle on PYTHONPATH, only static fake AWS credentials, bound to 127.0.0.1);
-4. per task, one row played through the runtime's HTTP contract: POST /invocations with a
-   job payload whose endpoint is a loopback job runtime answering with the task's expert;
-   the reward that comes back is compared with the same row played in this venv;
+4. per task, `--rows` rows played through the runtime's HTTP contract: POST /invocations
+   with a job payload whose endpoint is a loopback job runtime answering with the task's
+   expert, and the first row again with a policy that only refuses; each reward that comes
+   back must equal the same row played with the same policy in this venv;
 5. the native libraries the server process mapped all come from the bundle or the base
    interpreter.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -72,7 +74,6 @@ def main() -> int:
     figures["episodes"], figures["foreign_libraries"], figures["startup_s"] = play(
         spec, tasks, unpacked, args.split, args.rows
     )
-    (args.workdir / "figures.json").write_text(json.dumps(figures, indent=2) + "\n")
     for arch in ("aarch64", "x86_64"):
         if arch in figures:
             f = figures[arch]
@@ -80,8 +81,22 @@ def main() -> int:
                 f"[bundle_check] {arch} largest (MB unpacked): {f['largest_mb']}; "
                 f"{len(f['dist_infos'])} distributions"
             )
+    if "aarch64" in figures:
+        # pip evaluates transitive requirements' markers for this machine, not the target
+        # (pypa/pip#10050), so the two resolutions can differ where a wheel is missing.
+        arm, here = (_versions(figures[a]["dist_infos"]) for a in ("aarch64", "x86_64"))
+        differ = {
+            k: (arm.get(k), here.get(k)) for k in sorted({*arm, *here}) if arm.get(k) != here.get(k)
+        }
+        figures["aarch64_vs_x86_64"] = differ
+        print(f"[bundle_check] versions that differ (aarch64, x86_64): {differ or 'none'}")
+    (args.workdir / "figures.json").write_text(json.dumps(figures, indent=2) + "\n")
     print(f"[bundle_check] figures in {args.workdir / 'figures.json'}")
-    ok = all(e["reward"] == e["in_venv"] for e in figures["episodes"])
+    ok = all(
+        (e["reward"], e["stop_in_bundle"]) == (e["in_venv"], e["stop_in_venv"])
+        for e in figures["episodes"]
+    )
+    ok = ok and len({e["reward"] for e in figures["episodes"]}) > 1
     ok = ok and not figures["foreign_libraries"]
     print(f"[bundle_check] {'OK' if ok else 'FAILED'}")
     return 0 if ok else 1
@@ -168,12 +183,15 @@ def play(
         plugins = get_plugins()
         for name in tasks:
             task = plugins.task(name)
-            expert = task.expert()
-            if expert is None:
+            if task.expert() is None:
                 sys.exit(f"bundle_check: task {name} has no expert to play with")
-            for i, row in enumerate(task.make_dataset(split, rows, 0)):
-                prompt = row["prompt"]
-                with LoopbackJobRuntime(expert) as jr:
+            played = [
+                (row["prompt"], "expert", task.expert) for row in task.make_dataset(split, rows, 0)
+            ]
+            # and one episode that must land in a low tier: the reward is not always 1
+            played.append((played[0][0], "refuser", _refuser))
+            for i, (prompt, who, make_policy) in enumerate(played):
+                with LoopbackJobRuntime(make_policy()) as jr:
                     body = {
                         "prompt": wrap_prompt(name, prompt) if "," in spec else prompt,
                         "metadata": {
@@ -185,22 +203,22 @@ def play(
                     t1 = time.monotonic()
                     answer = _post(port, body)
                     took = round(time.monotonic() - t1, 1)
-                    chats, reports = (
-                        len(jr.chat),
-                        [r.path for r in jr.requests if r.path != "/v1/chat/completions"],
-                    )
-                here = run_sync(run_episode(plugins.task(name), prompt, task.expert()))
-                in_venv = here.reward.total if here.reward else None
+                    chats = len(jr.chat)
+                    reports = [r.path for r in jr.requests if r.path != "/v1/chat/completions"]
+                here = run_sync(run_episode(plugins.task(name), prompt, make_policy()))
                 episode = {
                     "task": name,
+                    "rollout_id": f"{name}-{i}",
+                    "policy": who,
                     "row": prompt[:80],
                     "reward": answer.get("reward"),
-                    "in_venv": in_venv,
+                    "in_venv": here.reward.total if here.reward else None,
+                    "stop_in_venv": here.stop_reason,
                     "policy_calls": chats,
                     "reports": reports,
                     "seconds": took,
                 }
-                print(f"[bundle_check] episode {json.dumps(episode)}")
+                print(f"[bundle_check] episode {json.dumps(episode)[:300]}")
                 episodes.append(episode)
         foreign = _foreign_libraries(server.pid, bundle, base)
     finally:
@@ -210,7 +228,20 @@ def play(
         except subprocess.TimeoutExpired:
             server.kill()
         log.close()
+    # The runtime answers a reward even when it fails: its log says how each rollout ended.
+    text = (bundle.parent / "server.log").read_text()
+    stops = dict(re.findall(r"rollout=(\S+) \|.*?\| stop=(\S+)", text))
+    for e in episodes:
+        e["stop_in_bundle"] = stops.get(e.pop("rollout_id"))
+    if "Traceback" in text:
+        foreign.append(f"a Traceback in {bundle.parent / 'server.log'}")
     return episodes, foreign, startup
+
+
+def _refuser() -> Any:
+    from agentrft import ScriptedPolicy
+
+    return ScriptedPolicy(lambda messages, tools: "Sorry, I cannot help with that.", "refuser")
 
 
 def _foreign_libraries(pid: int, bundle: Path, base: Path) -> list[str]:
@@ -253,6 +284,11 @@ def _post(port: int, body: dict[str, Any]) -> dict[str, Any]:
     )
     with urllib.request.urlopen(req, timeout=600) as resp:
         return json.loads(resp.read())
+
+
+def _versions(dist_infos: list[str]) -> dict[str, str]:
+    pairs = (d.removesuffix(".dist-info").rsplit("-", 1) for d in dist_infos)
+    return {name.lower().replace("_", "-"): version for name, version in pairs}
 
 
 def _free_port() -> int:
