@@ -3,8 +3,9 @@
 bfcl-eval pins what its whole leaderboard needs: model SDKs, sentence-transformers (torch,
 427 MB for aarch64) and faiss-cpu 1.11.0 (no manylinux2014 aarch64 wheel) for its memory
 and web-search categories. The multi-turn tasks import far less: the list below is what
-playing and scoring every multi_turn_base / long_context / miss_param entry imports
-(traced with sys.modules in the suite venv), installed with bfcl-eval's own pins.
+playing every entry of the plugin's tasks with the expert, scoring it and its reward samples
+imports (sys.modules in the suite venv: base, long_context, miss_func and miss_param, 800
+episodes), installed with bfcl-eval's own pins.
 `bash scripts/bundle_check.sh bfcl` builds the bundle and plays an episode through it.
 """
 
