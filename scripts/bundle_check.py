@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import socket
@@ -43,6 +44,23 @@ def main() -> int:
     parser.add_argument("--split", default="validation")
     parser.add_argument("--rows", type=int, default=1, help="rows played per task")
     parser.add_argument("--skip-arm64", action="store_true", help="only the local-run check")
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set for the bundle's server and the venv's episodes alike; {fake_llm} in a value "
+        "is the base URL of a loopback OpenAI-compatible server answering --fake-llm-reply "
+        "(e.g. a task's simulated user: AGENTRFT_TAU2_USER_MODEL=openai/fake ...)",
+    )
+    parser.add_argument(
+        "--fake-llm-reply",
+        nargs=2,
+        metavar=("FIRST", "THEN"),
+        default=["Hi, I need help with my reservation.", "Thank you, that is all. ###STOP###"],
+        help="what the fake LLM answers while the conversation it is sent has no assistant "
+        "message yet, and after (a simulated user: an opening line, then a closing one)",
+    )
     args = parser.parse_args()
 
     from agentrft.plugins import get_plugins
@@ -71,9 +89,11 @@ def main() -> int:
         zf.extractall(unpacked)
     for path in unpacked.rglob("*.so*"):  # zip entries keep 0o755 only for executables
         path.chmod(0o755)
-    figures["episodes"], figures["foreign_libraries"], figures["startup_s"] = play(
-        spec, tasks, unpacked, args.split, args.rows
-    )
+    with _FakeLlm(args.fake_llm_reply, args.env) as extra_env:
+        figures["episodes"], figures["foreign_libraries"], figures["startup_s"] = play(
+            spec, tasks, unpacked, args.split, args.rows, extra_env
+        )
+        figures["fake_llm_requests"] = extra_env.requests()
     for arch in ("aarch64", "x86_64"):
         if arch in figures:
             f = figures[arch]
@@ -139,7 +159,7 @@ def build(spec: str, workdir: Path, platform: str | None) -> dict[str, Any]:
 
 
 def play(
-    spec: str, tasks: list[str], bundle: Path, split: str, rows: int
+    spec: str, tasks: list[str], bundle: Path, split: str, rows: int, extra_env: dict[str, str]
 ) -> tuple[list[dict[str, Any]], list[str], float]:
     """Start the bundle's main.py in isolation and play `rows` rows of each task through it."""
     from agentrft import run_episode, run_sync
@@ -162,6 +182,7 @@ def play(
         "AWS_CONFIG_FILE": "/nonexistent",
         "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
         "AWS_EC2_METADATA_DISABLED": "true",
+        **extra_env,
     }
     probe = subprocess.run(
         [str(base), "-S", "-c", "import sys; print(sys.path)"],
@@ -236,6 +257,45 @@ def play(
     if "Traceback" in text:
         foreign.append(f"a Traceback in {bundle.parent / 'server.log'}")
     return episodes, foreign, startup
+
+
+class _FakeLlm(dict):  # type: ignore[type-arg]
+    """The `--env` settings, with a loopback OpenAI-compatible server behind `{fake_llm}`;
+    also set in this process, so the venv's episodes see the same."""
+
+    def __init__(self, replies: list[str], pairs: list[str]) -> None:
+        super().__init__()
+        self.replies, self.pairs, self.server, self.saved = replies, pairs, None, {}
+
+    def answer(self, messages: list[Any], tools: Any) -> str:
+        first, then = self.replies
+        return then if any(m.role == "assistant" for m in messages) else first
+
+    def __enter__(self) -> _FakeLlm:
+        if any("{fake_llm}" in p for p in self.pairs):
+            from agentrft.testing import FakeOpenAIServer
+
+            self.server = FakeOpenAIServer(self.answer).start()
+        for pair in self.pairs:
+            key, _, value = pair.partition("=")
+            if self.server is not None:
+                value = value.replace("{fake_llm}", self.server.base_url)
+            self[key] = value
+            self.saved[key] = os.environ.get(key)
+            os.environ[key] = value
+        return self
+
+    def requests(self) -> int:
+        return len(self.server.chat_requests) if self.server is not None else 0
+
+    def __exit__(self, *exc: object) -> None:
+        for key, old in self.saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
+        if self.server is not None:
+            self.server.stop()
 
 
 def _refuser() -> Any:
