@@ -265,7 +265,9 @@ class _FakeLlm(dict):  # type: ignore[type-arg]
 
     def __init__(self, replies: list[str], pairs: list[str]) -> None:
         super().__init__()
-        self.replies, self.pairs, self.server, self.saved = replies, pairs, None, {}
+        self.replies, self.pairs = replies, pairs
+        self.server: Any = None
+        self.saved: dict[str, str | None] = {}
 
     def answer(self, messages: list[Any], tools: Any) -> str:
         first, then = self.replies

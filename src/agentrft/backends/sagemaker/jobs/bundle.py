@@ -290,6 +290,17 @@ def collect_bundle_options(plugins: Any, tasks: Sequence[str]) -> list[DeclaredO
 
 
 @dataclass
+class _NoDepsEntry:
+    """One no-deps requirement while the declarations are merged."""
+
+    name: str
+    requirements: list[str] = field(default_factory=list)
+    kept: dict[str, str] = field(default_factory=dict)  # name -> requirement string
+    by: list[str] = field(default_factory=list)  # the declaring plugins, for messages
+    dists: set[str] = field(default_factory=set)  # their normalised distribution names
+
+
+@dataclass
 class _Merged:
     requirements: list[str] = field(default_factory=list)
     #: normalised name -> the no-deps requirement
@@ -306,13 +317,13 @@ def merge_options(
     bundled distribution needs it with them is a conflict."""
     by_name = {_normalise(d.name): d for d in local}
     merged = _Merged()
-    no_deps: dict[str, dict[str, Any]] = {}
+    no_deps: dict[str, _NoDepsEntry] = {}
     for d in options:
         owner = by_name.get(_normalise(d.distribution))
         if owner is None:
             raise BundleError(f"{d.source} declares BundleOptions but is not in this bundle")
         own = {_normalise(_req_name(r)): r for r in owner.requires}
-        for name, kept in d.options.no_deps.items():
+        for name, keep in d.options.no_deps.items():
             key = _normalise(name)
             if key in by_name:
                 raise BundleError(
@@ -326,15 +337,12 @@ def merge_options(
                     f"{', '.join(_req_name(r) for r in owner.requires) or 'nothing'}); "
                     "name one of its requirements, or list it under requirements"
                 )
-            entry = no_deps.setdefault(
-                key,
-                {"requirements": [], "kept": {}, "by": [], "dists": set(), "name": name},
-            )
-            entry["requirements"].append(own[key])
-            entry["by"].append(d.source)
-            entry["dists"].add(_normalise(owner.name))
+            entry = no_deps.setdefault(key, _NoDepsEntry(name))
+            entry.requirements.append(own[key])
+            entry.by.append(d.source)
+            entry.dists.add(_normalise(owner.name))
             deps = _dependencies_of(d, name)
-            for kept_name in kept:
+            for kept_name in keep:
                 req = deps.get(_normalise(kept_name))
                 if req is None:
                     raise BundleError(
@@ -343,7 +351,7 @@ def merge_options(
                         f"(it requires: {', '.join(sorted(deps.values(), key=str.lower))}); "
                         "list it under requirements=(...) with a version instead"
                     )
-                entry["kept"][_req_name(req)] = req
+                entry.kept[_req_name(req)] = req
         for line in d.options.requirements:
             for req in _checked_requirement(d, line):
                 if _normalise(_req_name(req)) in by_name:
@@ -360,21 +368,21 @@ def merge_options(
             dist.name
             for dist in local
             if key in {_normalise(_req_name(r)) for r in dist.requires}
-            and _normalise(dist.name) not in entry["dists"]
+            and _normalise(dist.name) not in entry.dists
         ]
         if needs:
             raise BundleError(
-                f"{' and '.join(entry['by'])} installs {entry['name']} without its "
+                f"{' and '.join(entry.by)} installs {entry.name} without its "
                 f"dependencies, but {', '.join(needs)} (in the same bundle) requires it with "
                 f"them; declare the same no_deps in {needs[0]}'s BundleOptions (keeping what "
                 "its tasks import), or deploy these tasks to separate runtimes"
             )
-        kept = sorted(entry["kept"], key=str.lower)
-        merged.requirements += [entry["kept"][k] for k in kept]
+        kept = sorted(entry.kept, key=str.lower)
+        merged.requirements += [entry.kept[k] for k in kept]
         merged.no_deps[key] = NoDepsRequirement(
-            requirement=_joined(entry["requirements"]),
+            requirement=_joined(entry.requirements),
             kept=tuple(kept),
-            declared_by=tuple(entry["by"]),
+            declared_by=tuple(entry.by),
         )
     merged.platforms = dict(sorted(merged.platforms.items(), key=lambda kv: _glibc_minor(kv[0])))
     return merged
