@@ -176,6 +176,8 @@ def test_a_newer_manylinux_is_opt_in_and_accepts_every_glibc_up_to_it(
     local = planned(tmp_path, "plugalpha", platform="manylinux2014_x86_64")
     assert local.platform_tags()[-1] == "manylinux_2_28_x86_64"
     assert "a test build" in "\n".join(local.describe())
+    with pytest.raises(BundleError, match="give manylinux2014_<arch>"):
+        planned(tmp_path, "plugalpha", platform="manylinux_2_28_x86_64")
 
 
 def test_declarations_of_several_plugins_merge(

@@ -137,10 +137,7 @@ class BundlePlan:
     def platform_tags(self) -> list[str]:
         """`--platform` values: manylinux2014 (and its PEP 600 spelling, which pip does
         not equate), then every glibc up to the newest one a plugin opted into."""
-        m = _MANYLINUX_RE.match(self.platform)
-        if m is None or m["minor"] is not None:
-            return [self.platform, *self.extra_platforms]  # an explicit other platform
-        arch = m["arch"]
+        arch = self.platform.removeprefix("manylinux2014_")
         newest = max((_glibc_minor(t) for t in self.extra_platforms), default=BASE_GLIBC_MINOR)
         return [self.platform] + [
             f"manylinux_2_{minor}_{arch}" for minor in range(BASE_GLIBC_MINOR, newest + 1)
@@ -623,8 +620,12 @@ def _check_declared_platform(d: DeclaredOptions, tag: str) -> None:
 
 
 def _check_platform(platform: str) -> str:
-    if not re.fullmatch(r"[a-z0-9_]+", platform):
-        raise BundleError(f"platform {platform!r} is not a wheel platform tag")
+    if not re.fullmatch(r"manylinux2014_[a-z0-9_]+", platform):
+        raise BundleError(
+            f"platform {platform!r}: give manylinux2014_<arch> (e.g. manylinux2014_x86_64 to "
+            "try the bundle on this machine); a newer glibc is a plugin's opt-in "
+            "(BundleOptions.platforms)"
+        )
     return platform
 
 
