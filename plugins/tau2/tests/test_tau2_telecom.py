@@ -14,7 +14,15 @@ from typing import Any
 
 import pytest
 from agentrft_tau2 import expert as experts
-from agentrft_tau2.suite import AssistantMessage, ToolMessage, domain_splits, domain_tasks
+from agentrft_tau2.environment import MAX_USER_TOOL_MESSAGES
+from agentrft_tau2.suite import (
+    AssistantMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    domain_splits,
+    domain_tasks,
+)
 from agentrft_tau2.task import TelecomTask
 from agentrft_tau2.users import API_BASE_ENV, ARGS_ENV, MODEL_ENV, STOP, ScriptedUser
 
@@ -202,3 +210,28 @@ async def test_the_simulated_user_gets_the_phone_and_the_policy_does_not_see_it(
     assert [m.role for m in traj.messages].count("tool") == 0
     assert "toggle_airplane_mode" in [a.name for a in experts.gold_actions(env.task)]
     assert traj.reward is not None and traj.reward.components["actions_matched"] > 0
+
+
+class _PhoneAddict(ScriptedUser):
+    """Toggles airplane mode forever and never writes to the agent."""
+
+    def _next(self, message: Any) -> Any:
+        if not self.opened:
+            return super()._next(message)
+        call_ = ToolCall(id="loop", name="toggle_airplane_mode", arguments={}, requestor="user")
+        return UserMessage(role="user", content=None, tool_calls=[call_])
+
+
+async def test_a_user_that_never_writes_back_ends_the_episode_with_a_reward() -> None:
+    task_id = TASK.task_ids("validation")[0]
+
+    class Task(TelecomTask):
+        def environment(self, instance: Any) -> Any:
+            env = super().environment(instance)
+            env.user = _PhoneAddict("telecom", instance.task)
+            return env
+
+    traj = await run_episode(Task(), row(task_id), ScriptedPolicy(lambda m, t: "Hello?"))
+    assert traj.stop_reason == "user_turn_error"
+    assert f"more than {MAX_USER_TOOL_MESSAGES} tool-call messages" in traj.failures[-1].detail
+    assert traj.reward is not None and traj.reward.outcome == "not_finished"

@@ -130,13 +130,20 @@ class Tau2Env(Environment):
         on the way (tau2's USER -> ENV -> USER steps) and stay on the user's side."""
         hidden: list[Any] = []
         message = incoming
-        for _ in range(MAX_USER_TOOL_MESSAGES + 1):
+        sent = 0  # tool-call messages in this turn
+        while True:
             # tau2's users block (a simulated user waits on its model): off the loop.
             reply, self.user_state = await asyncio.to_thread(
                 self.user.generate_next_message, message, self.user_state
             )
             if not reply.is_tool_call():
                 break
+            sent += 1
+            if sent > MAX_USER_TOOL_MESSAGES:
+                raise RuntimeError(
+                    f"the user sent more than {MAX_USER_TOOL_MESSAGES} tool-call messages in "
+                    "a row without writing to the agent"
+                )
             results = [self.env.get_response(c) for c in reply.tool_calls or []]
             self._sync()
             hidden += [reply, *results]
@@ -144,11 +151,6 @@ class Tau2Env(Environment):
                 results[0]
                 if len(results) == 1
                 else MultiToolMessage(role="tool", tool_messages=results)
-            )
-        else:
-            raise RuntimeError(
-                f"the user sent {MAX_USER_TOOL_MESSAGES} tool-call messages in a row "
-                "without writing to the agent"
             )
         self._sync()
         self.turns.append(UserTurn(hidden, reply))
