@@ -329,7 +329,8 @@ def to_tau2_messages(
     out: list[Any] = [m.model_copy(deep=True) for m in prefix]
     dropped: set[str] = set()
     pending = list(turns)
-    body = messages[1 + len(prefix) :] if messages and messages[0].role == "system" else []
+    start = 1 if messages and messages[0].role == "system" else 0
+    body = messages[start + len(prefix) :]
     for m in body:
         if m.role == "assistant":
             calls = []
