@@ -529,3 +529,30 @@ ANY_CREATE = {
     "environmentVariables": {"AGENTRFT_TASK": "wordle", "AGENTRFT_BIND_ALL": "1"},
     "clientToken": ANY,
 }
+
+
+def test_env_settings_reach_the_runtime_and_dry_run_hides_their_keys(tmp_path: Path) -> None:
+    pytest.importorskip("agentrft_wordle")
+    secret = "sk-test-0123456789abcdef"
+    args = ["deploy", "--task", "wordle", "--workdir", str(tmp_path), "--dry-run"]
+    result = CliRunner().invoke(
+        cli(),
+        [
+            *args,
+            "--env",
+            "AGENTRFT_TAU2_USER_MODEL=openai/gpt-4.1",
+            "--env",
+            f'AGENTRFT_TAU2_USER_ARGS={{"api_key": "{secret}"}}',
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert '"AGENTRFT_TAU2_USER_MODEL": "openai/gpt-4.1"' in result.output
+    assert "AGENTRFT_TAU2_USER_ARGS" in result.output and secret not in result.output
+    spec = DeploySpec(
+        task="wordle", name="agentrft_wordle", role_arn=ROLE, region=REGION, bucket="b",
+        key="k.zip", extra_env={"AGENTRFT_TAU2_USER_ARGS": secret},
+    )  # fmt: skip
+    assert spec.create_request()["environmentVariables"]["AGENTRFT_TAU2_USER_ARGS"] == secret
+    for bad, why in [("NOEQUALS", "write KEY=VALUE"), ("AGENTRFT_TASK=x", "sets it itself")]:
+        refused = CliRunner().invoke(cli(), [*args, "--env", bad])
+        assert refused.exit_code == 2 and why in refused.output, refused.output

@@ -78,6 +78,13 @@ def deploy(
     build_only: bool = typer.Option(
         False, "--build-only", help="Build the zip in --workdir and stop (calls no AWS API)."
     ),
+    env: list[str] = typer.Option(
+        None,
+        "--env",
+        help="KEY=VALUE set in the runtime's environment (repeatable), e.g. a task's "
+        "simulated-user model. Stored in the runtime's configuration: --dry-run shows "
+        "credential-like values as ***.",
+    ),
     platform: str = typer.Option(
         "manylinux2014_aarch64",
         "--platform",
@@ -107,6 +114,7 @@ def deploy(
         skip_preflight=skip_preflight,
         build_only=build_only,
         platform=platform,
+        env=env,
     )
 
 

@@ -112,6 +112,24 @@ class DeploySpec:
         return {"agentRuntimeId": runtime_id, **req}
 
 
+_OWN_ENV = (TASK_ENV, REWARD_ENV, BIND_ALL_ENV)
+
+
+def parse_env(pairs: list[str]) -> dict[str, str]:
+    """`--env KEY=VALUE` settings for the runtime (e.g. a task's simulated-user model)."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise DeployError(f"--env {pair!r}: write KEY=VALUE, KEY a variable name")
+        if key in _OWN_ENV:
+            raise DeployError(
+                f"--env {key}: deploy sets it itself (from --task and --reward); drop it"
+            )
+        out[key] = value
+    return out
+
+
 def file_label(task: str) -> str:
     """`task` (one name, or `a,b` for several) as a file-name part: `a-b`."""
     return re.sub(r"[^A-Za-z0-9_.-]", "-", task)
@@ -308,10 +326,14 @@ def deploy(
 
 def dry_run_report(plan: BundlePlan, spec: DeploySpec) -> list[str]:
     """Every step and request, validated offline against botocore's model."""
+    from agentrft.redact import scrub
+
     create = spec.create_request()
     update = spec.update_request("<agentRuntimeId of the existing runtime>")
     validate_request("CreateAgentRuntime", create)
     validate_request("UpdateAgentRuntime", {**update, "agentRuntimeId": "agentrft_x-0123456789"})
+    # --env may carry a key (a user model's): the printout shows *** in its place.
+    create, update = scrub(create), scrub(update)
     lines = [
         "Preflight (skipped by --dry-run): credentials and region (STS GetCallerIdentity), "
         "the runtime role's AmazonSageMakerJobRuntimeAccess and trust (IAM reads).",
@@ -350,6 +372,7 @@ def deploy_command(
     skip_preflight: bool = False,
     build_only: bool = False,
     platform: str = TARGET_PLATFORM,
+    env: list[str] | None = None,
 ) -> None:
     """The `agentrft deploy` command body.
 
@@ -393,6 +416,7 @@ def deploy_command(
         distributions = list(dict.fromkeys(sources.get(n, "agentrft") for n in names))
         declared = collect_bundle_options(plugins, names)
         task = ",".join(names)  # what AGENTRFT_TASK says (shares do not matter to it)
+        extra_env = parse_env(env or [])
         runtime_name = check_name(name or default_runtime_name("_".join(names)))
         if dry_run or build_only:
             role = role_arn or "arn:aws:iam::<account-id>:role/<runtime-role>"
@@ -456,6 +480,7 @@ def deploy_command(
             bucket=bucket,
             key=code_key(prefix, task, "<sha256>"),
             reward=reward,
+            extra_env=extra_env,
         )
         if dry_run:
             for line in dry_run_report(plan, spec):
