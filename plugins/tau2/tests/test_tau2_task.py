@@ -41,6 +41,8 @@ def test_rows_come_from_taus_own_splits(task) -> None:
     val = [json.loads(r["prompt"])["task_id"] for r in task.make_dataset("validation", None, 0)]
     assert train == splits["train"] and val == splits["test"]
     assert not set(train) & set(val)
+    every = [json.loads(r["prompt"])["task_id"] for r in task.make_dataset("all", None, 0)]
+    assert every == splits["base"] and sorted(every) == sorted(train + val)
     assert task.make_dataset("validation", 5, 3) == task.make_dataset("validation", 5, 3)
     assert len(task.make_dataset("train", 100, 0)) == 100  # train rows repeat
     with pytest.raises(TaskInputError, match="--n 20 or fewer"):

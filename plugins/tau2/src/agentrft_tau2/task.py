@@ -103,8 +103,9 @@ def playable(task: Tau2Task) -> bool:
 
 
 #: agentrft split -> tau2 split. tau2 ships train and test only: validation is its test
-#: split too (so a validation number is a test number; say so when reporting).
-SPLITS = {"train": "train", "validation": "test", "test": "test"}
+#: split too (so a validation number is a test number; say so when reporting). `all` is
+#: tau2's `base`, the whole domain: the task set τ²-bench's leaderboard scores.
+SPLITS = {"train": "train", "validation": "test", "test": "test", "all": "base"}
 
 
 class Tau2TaskBase(Task[Instance, Tau2Env]):
@@ -230,7 +231,7 @@ class Tau2TaskBase(Task[Instance, Tau2Env]):
     def make_dataset(self, split: str, n: int | None, seed: int) -> list[dict[str, Any]]:
         ids = self.task_ids(split)
         if n is not None and n > len(ids):
-            if split != "train":
+            if split != "train":  # only train rows repeat; an eval set is each task once
                 raise TaskInputError(
                     f"tau2 {self.domain} split {split!r} has {len(ids)} tasks; ask for --n {len(ids)} or fewer"
                 )
