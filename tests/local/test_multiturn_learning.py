@@ -35,18 +35,28 @@ after, once in CI under the AVX2 kernels), so 1.5e-3. The control at 2e-3, seed 
 batched sampler serves episodes varies), so each run is a draw: the bar below is set from
 the spread, not from one run.
 
-Late collapse: at lr 2e-3 about one run in ten, and at 1.5e-3 one of the CI runs, broke
-its read_code call for good near step 50 (every reward -1, every group zero-variance: an
-absorbing state no advantage leaves; `no_signal` fires). A recorded 2e-3 run shows the
-mechanism: mean reward ~+0.8 for 10 steps, -0.72 at step 58, then back. The positive test
-therefore takes the best of the run's held-out evaluations (every 10 steps and the final
-one); a reply-blind policy looked at 7 times reaches the bar with p < 0.035. KL to the
+Collapse: a run can break its format for good (every reward -1, every group zero-variance:
+an absorbing state no advantage leaves; `no_signal` fires). At lr 2e-3 about one run in ten
+did, late; at 1.5e-3 two CI runs did, one near step 50 and one (seed 0) between steps 10 and
+20, where every held-out answer after step 20 was broken (0.0). The broken replies seen in a
+near-collapse (seed 1, step 5 here: mean reward -0.70, recovered a step later) are
+`<tool_call>{"name": "read_code", "arguments": {}}` followed by junk instead of the closing
+tag: an unterminated block is text, which the environment takes as the (unparseable)
+answer. Seven runs of seeds 0-6 on 2026-12-03 (this machine) all stayed healthy and reached
+0.80-0.94 at their best. KL to the
 warm-up (kl_beta 0.05) did not prevent drift (seed 2, AVX2: 0.34 -> 0.53).
 
-One bar for both, BAR = 0.66: any policy that does not read the reply is right with
-probability 0.5 exactly (each code is half of the held-out rows and every prompt is the
-same), so 0.66 of 64 rows is 2.6 standard errors above it (p < 0.005 by luck). The trained
-runs' worst is 0.78, 2.4 of their own standard errors (0.05) above the bar.
+So the positive test judges each run by the best of its held-out evaluations (every 10
+steps and the final one: 7 looks), and draws a second run (seed + 1) only when the first
+stays below the bar. A collapse is not the bug this test guards (a bug in the multi-turn
+path leaves the policy at chance, not at 0), and one run collapses rarely enough that two in
+a row stay improbable.
+
+One bar for both, BAR = 45 of 64 rows: any policy that does not read the reply is right
+with probability 0.5 exactly (each code is half of the held-out rows and every prompt is
+the same), so one look reaches 45 by luck with p = 0.00078, and the positive test's 14 looks
+at most (two runs x 7) with p < 0.011 (union bound). The trained runs' worst best-of-run,
+0.78 (50 rows), is 5 rows above it; the control is judged on its final evaluation only.
 """
 
 from __future__ import annotations
@@ -70,7 +80,8 @@ from .conftest import tiny_config
 #: One training batch: every (code, decoy) pair twice.
 TRAIN_ROWS = 4
 HELD_OUT = 64
-BAR = 0.66
+#: 45 of the 64 held-out rows (see the module docstring for the chance it is reached by luck).
+BAR = 45 / HELD_OUT
 #: Mid-run validations on the held-out rows (6 in a run, plus the final evaluation).
 VAL_EVERY = 10
 #: The seed of both runs (docs/local-backend.md lists the others measured).
@@ -143,12 +154,19 @@ async def _run(tmp_path: Any, seed: int, reward_fn: Any = None) -> tuple[float, 
 
 @pytest.mark.slow
 async def test_grpo_alone_learns_what_an_earlier_tool_reply_shows(tmp_path):
-    before, after, validations = await _run(tmp_path, seed=SEED)
-    assert before < BAR, before  # the warm-up left it at chance: it never saw a code
-    # The best held-out rate of the run (the real task's solve rate is the true success):
-    # a run can reach it and then collapse (see the docstring), which is not a bug in the
-    # multi-turn path this test guards.
-    assert max([after, *validations]) >= BAR, (before, validations, after)
+    runs = []
+    for seed in (SEED, SEED + 1):  # the second run only when the first stays below the bar
+        before, after, validations = await _run(tmp_path / f"seed{seed}", seed=seed)
+        assert before < BAR, (seed, before)  # the warm-up left it at chance: it never saw a code
+        # The best held-out rate of the run (the real task's solve rate is the true success):
+        # a run can reach it and then collapse (see the docstring), which is not a bug in the
+        # multi-turn path this test guards.
+        runs.append((seed, before, validations, after))
+        if max([after, *validations]) >= BAR:
+            return
+    pytest.fail(
+        f"no run reached {BAR:.3f} held-out success: (seed, before, validations, after) {runs}"
+    )
 
 
 @pytest.mark.slow
