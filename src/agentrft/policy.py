@@ -50,6 +50,12 @@ class Completion(ReplyTokens):
     """One assistant turn as returned by a policy."""
 
     message: Message
+    #: The reply opened a tool call in the model's format and never closed it (a `<tool_call>`
+    #: with no `</tool_call>`, not cut off by max_tokens), so no call could be read and the
+    #: message is text. The loop records `unterminated_tool_call` on the turn: the text still
+    #: goes to the environment as before, but the turn counts as a broken call, which a text
+    #: task would otherwise take for an answer.
+    unterminated_call: bool = False
 
 
 class PolicyError(Exception):

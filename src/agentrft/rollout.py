@@ -202,6 +202,12 @@ async def _play(
         traj.turns.append(turn)
         if completion.finish_reason == "length":
             traj.fail(FailureKind.TRUNCATED, "the reply hit max_tokens", turn_index)
+        elif completion.unterminated_call:
+            traj.fail(
+                FailureKind.UNTERMINATED_TOOL_CALL,
+                "the reply opened a tool call and never closed it; it was read as text",
+                turn_index,
+            )
 
         calls = list(msg.tool_calls or [])
         recovered = False

@@ -31,6 +31,8 @@ class FailureKind:
     TOOL_ERROR = "tool_error"  # the tool refused the call (ToolError)
     TOOL_EXCEPTION = "tool_exception"  # the tool crashed
     PLAIN_TEXT_CALL = "plain_text_call"  # recovered from text by the environment
+    # The reply opened a tool call it never closed, so the policy read it as text.
+    UNTERMINATED_TOOL_CALL = "unterminated_tool_call"
     TRUNCATED = "truncated"  # the reply hit max_tokens
     MAX_TURNS = "max_turns"
     MAX_TOOL_CALLS = "max_tool_calls"

@@ -46,6 +46,22 @@ def test_parse_leaves_an_unterminated_call_in_the_text():
     assert content.startswith("<tool_call>")
 
 
+@pytest.mark.parametrize(
+    ("text", "calls", "unterminated"),
+    [
+        ('<tool_call>{"name": "guess", "arguments": {}} Inq', 0, True),  # junk for the tag
+        ('<tool_call>{"name": "guess", "arguments": {}}', 0, True),  # the tag never came
+        ('<tool_call>{"name": "guess", "arguments": {}}</tool_call> <tool_call>{"na', 1, True),
+        ('<tool_call>{"name": "guess", "arguments": {}}</tool_call>', 1, False),
+        ("kiwi", 0, False),
+    ],
+)
+def test_hermes_replies_say_whether_a_call_was_left_open(text, calls, unterminated):
+    from agentrft.backends.local.chat_tokens import hermes_call_left_open
+
+    assert (len(parse_tool_calls(text)[1]), hermes_call_left_open(text)) == (calls, unterminated)
+
+
 class ReplaySampler(TokenSampler):
     """Replies with fixed texts (encoded + end-of-turn), recording the prompts it got."""
 
@@ -113,6 +129,27 @@ async def test_truncated_turn_is_closed_and_reported(chat: ChatTokenizer):
     traj = await run_episode(FruitGuess(), "berry", TokenPolicy(sampler, chat), sampling=Sampling())
     assert traj.turns[0].finish_reason == "length"
     assert "truncated" in traj.failure_kinds
+    assert "unterminated_tool_call" not in traj.failure_kinds  # cut off, not left open
+
+
+async def test_an_unclosed_call_is_a_format_fault_even_where_text_is_an_answer(chat):
+    # A text-answer task takes any text reply as the answer; a reply that opened a call and
+    # wrote junk where `</tool_call>` belongs is still text (the environment sees it as
+    # before), but the turn is reported as a broken call, so format credit can blame it.
+    from agentrft.backends.local.health import format_faults
+    from agentrft.testing.relay import CodeRelayTask
+
+    class TextRelay(CodeRelayTask):
+        answer = "text"
+
+    task = TextRelay()
+    row = task.make_dataset("train", 1, 0)[0]["prompt"]
+    sampler = ReplaySampler(chat, ['<tool_call>{"name": "read_code", "arguments": {}} Inq'])
+    traj = await run_episode(task, row, TokenPolicy(sampler, chat), sampling=Sampling())
+    assert len(traj.turns) == 1 and traj.turns[0].assistant.tool_calls is None
+    assert traj.failure_kinds == ["unterminated_tool_call"]
+    assert traj.reward.outcome == "no_submit"  # the environment's verdict is unchanged
+    assert format_faults(traj) == [True]
 
 
 async def test_seeds_are_per_episode_and_turn(chat: ChatTokenizer):

@@ -164,6 +164,12 @@ class ChatTokenizer:
         """Content, tool calls and reasoning of a sampled reply, in the template's format."""
         return _PARSERS[self.tool_format](text, id_prefix=id_prefix)
 
+    def call_left_open(self, text: str) -> bool:
+        """Whether the reply opened a tool call and never closed it. Only the hermes format
+        has a closing marker to miss: a Llama 3 JSON call is the whole reply, and a Harmony
+        message cut short keeps what it has."""
+        return self.tool_format == "hermes" and hermes_call_left_open(text)
+
     def render(
         self,
         messages: list[Message] | list[dict[str, Any]],
@@ -251,6 +257,13 @@ _CLOSE_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>")
 def _parse_hermes(text: str, *, id_prefix: str = "call") -> ParsedReply:
     content, calls = parse_tool_calls(text, id_prefix=id_prefix)
     return ParsedReply(content, calls)
+
+
+def hermes_call_left_open(text: str) -> bool:
+    """Whether a `<tool_call>` opens after the last closed block: a call the model began and
+    never closed (the parser leaves it in the content)."""
+    spans = _tool_call_spans(text)
+    return text.find(_OPEN, spans[-1][3] if spans else 0) >= 0
 
 
 _PARSERS = {"hermes": _parse_hermes, "llama3_json": parse_llama3_json, "harmony": parse_harmony}
@@ -428,4 +441,6 @@ class TokenSession(Policy):
             logprobs=list(gen.logprobs),
             prompt_tokens=len(prompt),
             completion_tokens=len(gen.token_ids),
+            # A reply cut off by max_tokens is reported as truncated, not as unclosed.
+            unterminated_call=finish != "length" and chat.call_left_open(text),
         )

@@ -88,6 +88,7 @@ FORMAT_FAULT_KINDS = frozenset(
         FailureKind.NO_TOOL_CALL,
         FailureKind.EMPTY_REPLY,
         FailureKind.PLAIN_TEXT_CALL,
+        FailureKind.UNTERMINATED_TOOL_CALL,
     }
 )
 
@@ -95,7 +96,8 @@ FORMAT_FAULT_KINDS = frozenset(
 def format_faults(t: Trajectory) -> list[bool]:
     """Per turn of `t`: did the reply fail the tool-call format? (A malformed or unknown
     call, bad arguments, a reply cut off by max_tokens, an empty reply, or text where a call
-    was expected, recovered or not.) A text task's text answer is not a fault."""
+    was expected, recovered or not, or a call opened and never closed.) A text task's text
+    answer is not a fault."""
     faulty = {f.turn for f in t.failures if f.kind in FORMAT_FAULT_KINDS}
     return [
         turn.index in faulty
