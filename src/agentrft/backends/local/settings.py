@@ -102,10 +102,10 @@ class LocalConfig(Section):
         description="Per-turn format shaping (0 = off): a reply whose tool call could not be "
         "used (malformed JSON, unknown tool, bad arguments, cut off by max_tokens, text where "
         "a call was expected, a call opened and never closed) gets this much less advantage "
-        "on its own tokens, relative to the group's mean turn. The episode reward still decides everything else; this puts "
-        "the blame for a broken call on the reply that broke it (an episode-level advantage "
-        "spreads it over every turn), which keeps the tool-call format alive under RL. The "
-        "CPU preset uses 0.5.",
+        "on its own tokens, relative to the group's mean turn. The episode reward still "
+        "decides everything else; this puts the blame for a broken call on the reply that "
+        "broke it (an episode-level advantage spreads it over every turn), which keeps the "
+        "tool-call format alive under RL. The CPU preset uses 0.5.",
     )
     drop_zero_variance_groups: bool = Field(
         False,
