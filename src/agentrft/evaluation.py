@@ -289,6 +289,9 @@ class EvalReport(BaseModel):
             )
         if self.curriculum_level:
             rows.append(("curriculum level", str(self.curriculum_level)))
+        suspect = suspect_shapes([self])[0]
+        if suspect:
+            rows.append(("suspect", f"{suspect}; {SUSPECT_NOTE.removeprefix('suspect: ')}"))
         rows.append(("wall time", f"{self.wall_s:.2f}s"))
         return rows
 
@@ -327,7 +330,7 @@ def reports_table(reports: Sequence[EvalReport]) -> Table:
     from rich.table import Table
 
     ks = sorted({k for r in reports for k in r.pass_at_k})
-    table = Table(title=f"eval · {reports[0].task}" if reports else "eval")
+    table = Table(title=f"eval · {reports[0].task}" if reports else "eval", caption_justify="left")
     table.add_column("", style="bold", no_wrap=True)
     for r in reports:
         level = f" level {r.curriculum_level}" if r.curriculum_level else ""
@@ -341,6 +344,10 @@ def reports_table(reports: Sequence[EvalReport]) -> Table:
         ],
         ("reward", [f"{r.mean_reward:.3f} ± {r.reward_se:.3f}" for r in reports]),
     ]
+    suspects = suspect_shapes(reports)
+    if any(suspects):
+        rows.append(("suspect", [s or "-" for s in suspects]))
+        table.caption = SUSPECT_NOTE
     if any(r.foothold is not None for r in reports):
         rows.append(
             ("foothold", [f"{r.foothold:.0%}" if r.foothold is not None else "-" for r in reports])
@@ -355,6 +362,29 @@ def reports_table(reports: Sequence[EvalReport]) -> Table:
     for name, values in rows:
         table.add_row(name, *values)
     return table
+
+
+#: The footnote of a table with a suspect row.
+SUSPECT_NOTE = (
+    "suspect: nearly every episode collapsed into this shape and the reward paid for it "
+    "(agentrft.episode_shape); read a few before trusting the reward: agentrft replay "
+    "<trajectories.jsonl> --index N (a local run keeps them in runs/<run>/eval/)"
+)
+
+
+def suspect_shapes(reports: Sequence[EvalReport]) -> list[str]:
+    """Per report, the shape its episodes collapsed into (`32/32 episodes plain_text_call
+    + truncated`) when it points to an exploit, else "". The other reports are the
+    references: a cut-off or one-turn collapse is suspect only when a report without it
+    scored lower (the shape paid); a call recovered from text always is."""
+    from agentrft.episode_shape import EpisodeShape, collapsed, describe
+
+    shapes = [EpisodeShape.of_report(r) for r in reports]
+    out = []
+    for i, shape in enumerate(shapes):
+        features = collapsed(shape, shapes[:i] + shapes[i + 1 :])
+        out.append(describe(shape, features) if features else "")
+    return out
 
 
 def is_solved(trajectory: Trajectory, success_threshold: float | None = None) -> bool:

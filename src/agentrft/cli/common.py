@@ -31,9 +31,30 @@ API_KEY_ENV_HELP = "Environment variable holding the API key (default: OPENAI_AP
 HEADER_HELP = "Extra HTTP header for the policy server, NAME=VALUE (repeatable)."
 
 
+#: Console width when stdout is not a terminal (a file, a pipe, CI) and $COLUMNS is unset:
+#: rich's default there is 80 columns, which folds tables and wraps every longer line.
+LOG_WIDTH = 160
+
+
+class _Console(Console):
+    """Off a terminal, a line of text is printed whole (soft wrap: a step line or a warning
+    stays one line in a log file); tables and panels still fit the width, which is
+    `LOG_WIDTH` unless $COLUMNS says otherwise. On a terminal, rich's own behaviour."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not self.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
+            self.width = LOG_WIDTH
+
+    def print(self, *objects: Any, soft_wrap: bool | None = None, **kwargs: Any) -> None:
+        if soft_wrap is None and not self.is_terminal and all(isinstance(o, str) for o in objects):
+            soft_wrap = True  # not on the console: a panel's text must still wrap inside it
+        super().print(*objects, soft_wrap=soft_wrap, **kwargs)
+
+
 def console() -> Console:
     """stdout console; built per command so test runners that swap stdout see the output."""
-    return Console(highlight=False)
+    return _Console(highlight=False)
 
 
 def load_task(name: str | None) -> Task[Any, Any]:

@@ -45,11 +45,15 @@ class WordleEnvironment(Environment):
     The environment keeps the game's own limit of `MAX_CALLS` tool calls (faults included;
     guesses seeded before the episode are not calls): a call after the game has ended or
     past the limit gets a short game-over reply and ends the episode.
+
+    With `text_recovery=False` a guess written as text is not played: the reply is prose,
+    and prose ends the episode (`no_tool_call`), as it does when no guess is found in it.
     """
 
-    def __init__(self, game: WordleGame) -> None:
+    def __init__(self, game: WordleGame, *, text_recovery: bool = True) -> None:
         super().__init__()
         self.game = game
+        self.text_recovery = text_recovery
         #: Tool calls that reached this game (the player's, every kind).
         self.calls = 0
 
@@ -88,6 +92,8 @@ class WordleEnvironment(Environment):
         return reply
 
     def recover(self, text: str) -> list[ToolCall]:
+        if not self.text_recovery:
+            return []
         word = recover_guess(text, set(self.game.guessed))
         if word is None or self.game.over:
             return []

@@ -144,6 +144,9 @@ class WordleTask(Task[WordleInstance, WordleEnvironment]):
     tiers: ClassVar[TieredReward | None] = WORDLE_TIERS
     #: Level k starts the game with the expert's first min(k, n - 1) guesses played.
     curriculum_levels: ClassVar[int] = MAX_SEED_GUESSES
+    #: Play a guess written as text (`guess: CRANE`) with a penalty, as the sample does;
+    #: `WordleStrictTask` turns this off.
+    text_recovery: ClassVar[bool] = True
 
     # -- rows ------------------------------------------------------------------------------
     def parse(self, prompt: str) -> WordleInstance:
@@ -269,7 +272,7 @@ class WordleTask(Task[WordleInstance, WordleEnvironment]):
 
     def environment(self, instance: WordleInstance) -> WordleEnvironment:
         game, _ = _seeded_game(instance)
-        return WordleEnvironment(game)
+        return WordleEnvironment(game, text_recovery=self.text_recovery)
 
     def curriculum(self, instance: WordleInstance, level: int) -> WordleInstance:
         """Level k (1..5) starts the game with the expert's first min(k, n - 1) guesses
@@ -348,6 +351,19 @@ class WordleTask(Task[WordleInstance, WordleEnvironment]):
                 RewardSample(rank[traj.reward.outcome], traj.reward.outcome, label, traj.reward)
             )
         return out
+
+
+class WordleStrictTask(WordleTask):
+    """Wordle without text recovery, for local training: only a `guess_word` tool call
+    plays a guess. A reply that writes its guess as text (`guess: CRANE`, a broken call's
+    `"guess": "guess"`) is prose, and prose ends the game (`no_tool_call`): a game with no
+    guess played is `no_play`, otherwise `lost`. Everything else (rows, prompts, reward,
+    expert, curriculum) is `wordle`'s, so the two compare row for row; `wordle` itself
+    keeps the sample's recovery rule."""
+
+    name: ClassVar[str] = "wordle_strict"
+    description: ClassVar[str] = "Wordle where only real tool calls play (no text recovery)"
+    text_recovery: ClassVar[bool] = False
 
 
 def split_words() -> dict[str, tuple[str, ...]]:

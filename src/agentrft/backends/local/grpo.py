@@ -32,7 +32,15 @@ from agentrft.backends.local.advantages import (
 )
 from agentrft.backends.local.chat_tokens import TokenPolicy
 from agentrft.backends.local.engine import Engine
-from agentrft.backends.local.health import HealthMonitor, format_faults, rollout_health
+from agentrft.backends.local.health import (
+    ExploitWatch,
+    HealthEvent,
+    HealthMonitor,
+    HealthWatch,
+    declares_success,
+    format_faults,
+    rollout_health,
+)
 from agentrft.backends.local.run import RunDir, Tracker
 from agentrft.backends.local.sequences import TrainSequence, trajectory_sequences
 from agentrft.backends.local.trainer import LoRATrainer
@@ -177,7 +185,12 @@ class GRPOLoop:
         self.policy = TokenPolicy(engine.sampler, engine.chat, seed=config.seed)
         self.version: int | None = None
         self.step = 0
-        self.health = HealthMonitor(stop_after=config.local.health_stop_after)
+        self.health = HealthWatch(
+            HealthMonitor(stop_after=config.local.health_stop_after),
+            ExploitWatch(can_solve=declares_success(task)),
+        )
+        #: The latest step's rollouts, for the health view's exploit watch.
+        self.rollouts: list[Trajectory] = []
         #: Set when the health stop rule (local.health_stop_after) ended the run early.
         self.stopped: str | None = None
 
@@ -313,6 +326,7 @@ class GRPOLoop:
             metrics.update(await self._sync_probe(probe, probe_before))
         metrics.update(train_s=train_s, sync_s=sync_s, step_s=time.perf_counter() - t0)
         append_trajectories(self._for_storage(trajs), self.run.path / "trajectories.jsonl")
+        self.rollouts = trajs
         return metrics
 
     def curriculum_level(self, step: int) -> int:
@@ -444,18 +458,17 @@ class GRPOLoop:
             every = self.config.val_every
             if self.validate is not None and every and self.step % every == 0:
                 metrics.update(await self.validate(self.step))
-            warnings = self.health.check(metrics)
-            metrics["health_warnings"] = float(len(warnings))
+            health = self.health.step(self.step, metrics, self.rollouts)
+            metrics["health_warnings"] = float(len(health.warnings))  # the threshold rules'
             history.append(metrics)
             self.run.append_metrics(self.step, metrics)
             if self.tracker is not None:
                 self.tracker.log_metrics(metrics, self.step)
             if self.view is not None:
                 self.view.step(self.step, metrics)
-            for line in warnings:
-                log.warning("step %d: %s", self.step, line)
-                if self.view is not None:
-                    self.view.note(f"  [yellow]warning[/] {line}")
+                self.view.health([c.name for c in self.health.log.active.values()])
+            for event in health.events:  # once when a warning starts, once when it clears
+                log.warning("%s", self._event_line(event))
             if self.hooks is not None:
                 try:
                     self.hooks.agentrft_step_finished(step=self.step, metrics=metrics)
@@ -471,7 +484,43 @@ class GRPOLoop:
                 if self.step % self.config.local.checkpoint_every != 0 and self.step != total:
                     self.checkpoint()
                 log.warning("stopping at step %d: %s (local.health_stop_after)", self.step, reason)
-                if self.view is not None:
-                    self.view.note(f"[red]stopped[/] at step {self.step}: {reason}")
                 break
+        self._health_summary()
         return history
+
+    # -- the health view ------------------------------------------------------------------
+
+    def _event_line(self, event: HealthEvent) -> str:
+        """The event's line; a warning that started with an example rollout also says how
+        to read that rollout."""
+        line = event.line
+        finding = event.finding
+        if event.started and finding is not None and finding.example is not None:
+            line += f"; {self._replay_hint(finding.example)}"
+        return line
+
+    def _replay_hint(self, position: int) -> str:
+        """`agentrft replay <run>/trajectories.jsonl --index N (...)` for the latest step's
+        rollout at `position` (the step's rollouts are the file's last lines)."""
+        path = self.run.path / "trajectories.jsonl"
+        t = self.rollouts[position]
+        try:
+            with path.open("rb") as fh:
+                lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+        except OSError:
+            return f"example: trajectory {t.id}"
+        index = lines - len(self.rollouts) + position
+        m = t.metadata
+        where = ", ".join(f"{k} {m[k]}" for k in ("step", "row", "group", "sample") if k in m)
+        return f"example: agentrft replay {path} --index {index} (trajectory {t.id}: {where})"
+
+    def _health_summary(self) -> None:
+        """The run's health conditions at the end of training: on the console when there
+        is one, else in the log."""
+        lines = self.health.summary(self.step)
+        if self.view is not None and self.view.console is not None:
+            for line in lines:
+                self.view.note(line, markup=False)
+        else:
+            for line in lines:
+                log.info("%s", line)
