@@ -143,6 +143,21 @@ class Task(ABC, Generic[InstanceT, EnvT]):
         """A scripted policy that plays well, if the task has one (`--policy expert`)."""
         return None
 
+    def withheld(self) -> Task[Any] | None:
+        """A warm-up that teaches the workflow's format and not its answers, if the task has
+        one: a copy of this task whose tool replies hide what the decision depends on (the
+        ticket's text, the code a tool shows), whose `expert()` plays every call of the
+        workflow and then guesses the decision.
+
+        An SFT warm-up on its games (`local.sft_source`: `withheld`, the default when a task
+        offers one) leaves the policy at chance on the decision, so everything above chance
+        after RL is RL's: the realistic case where the calls can be scripted but no correct
+        trajectory exists to imitate. The copy must keep the task's tools and reward, and
+        `expert()` must return a scripted policy for it. None (the default): the task offers
+        no such warm-up (`expert()` games are then the warm-up, answers included).
+        """
+        return None
+
     def lowest_reward(self) -> RewardResult:
         """What an episode gets when it could not be played (bad row, reward crashed)."""
         if self.tiers is not None:

@@ -76,6 +76,40 @@ async def test_shared_head_is_prefilled_once_and_changes_nothing(sampler):
         assert alone.logprobs == pytest.approx(g.logprobs, abs=1e-6)
 
 
+async def test_a_groups_longer_shared_prefix_is_prefilled_once_per_group(sampler):
+    # Two GRPO groups (the rows of each share a user turn and a tool reply past the common
+    # head) and one row of its own: head once, one row per group, then the rows' tails.
+    head = _prompt(sampler, "the system prompt and the tools that every row shares here " * 2)
+    groups = [
+        _prompt(sampler, " user: ticket one, then its long tool reply with the whole text " * 2),
+        _prompt(sampler, " user: ticket two, and a different reply that goes on for long " * 2),
+    ]
+    tails = [_prompt(sampler, t) for t in (" a", " bb b", " c c c c")]
+    prompts = [head + g + t for g in groups for t in tails] + [head + _prompt(sampler, " alone")]
+    sampling = [Sampling(max_tokens=8, seed=10 + i, temperature=0.8) for i in range(7)]
+    calls: list[tuple[int, ...]] = []
+    forward = sampler.model.forward
+
+    def spy(*args, **kwargs):
+        calls.append(tuple(kwargs["input_ids"].shape))
+        return forward(*args, **kwargs)
+
+    sampler.model.forward = spy
+    try:
+        together = await asyncio.gather(
+            *(sampler.generate(p, s) for p, s in zip(prompts, sampling, strict=True))
+        )
+    finally:
+        del sampler.model.forward
+    assert calls[0] == (1, len(head))
+    assert calls[1][0] == 3  # two groups and the lone row
+    assert calls[2][0] == 7 and calls[2][1] <= max(len(t) for t in tails) + 1
+    for p, s, g in zip(prompts, sampling, together, strict=True):
+        alone = await sampler.generate(p, s)
+        assert alone.token_ids == g.token_ids
+        assert alone.logprobs == pytest.approx(g.logprobs, abs=1e-6)
+
+
 async def test_logprobs_match_a_plain_forward(sampler):
     import torch
 

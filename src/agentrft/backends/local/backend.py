@@ -23,6 +23,7 @@ from agentrft.backends.local.settings import (
     LocalEvalOptions,
     LocalTrainOptions,
 )
+from agentrft.backends.local.warmup import warmup_task
 
 if TYPE_CHECKING:
     from agentrft.backends.local.training import TrainResult
@@ -89,7 +90,9 @@ class LocalBackend(Backend):
         """`config` with the CPU preset applied (the built-in tiny model on a CPU machine)."""
         from agentrft.backends.local.engine import apply_cpu_preset
 
-        return apply_cpu_preset(config, has_expert=task.expert() is not None)
+        return apply_cpu_preset(
+            config, has_expert=warmup_task(task, config.local.sft_source) is not None
+        )
 
     def train(
         self, task: Task[Any], config: Config, options: core.TrainOptions | None = None
@@ -144,7 +147,9 @@ def plan(task: Task[Any], config: Config) -> dict[str, Any]:
     )
 
     tiny = uses_tiny_model(config)
-    config = apply_cpu_preset(config, has_expert=task.expert() is not None)
+    config = apply_cpu_preset(
+        config, has_expert=warmup_task(task, config.local.sft_source) is not None
+    )
     device = resolve_device(config)
     return {
         "task": task.name,

@@ -105,3 +105,74 @@ def from_pretrained_args(path: str) -> tuple[str, dict[str, Any]]:
         file = Path(path)
         return str(file.parent), {"gguf_file": file.name}
     return path, {}
+
+
+#: Bumped when the converted layout changes, so older caches are rebuilt.
+CONVERSION_VERSION = 1
+
+
+def converted_dir(path: str | Path) -> Path:
+    """Where the transformers copy of the GGUF file `path` is cached (built or not).
+
+    Keyed by the file's name, size and modification time: a replaced file converts afresh.
+    """
+    import hashlib
+
+    from agentrft.backends.local.tiny_model import cache_root
+
+    file = Path(path).resolve()
+    stat = file.stat()
+    key = f"{CONVERSION_VERSION}:{file}:{stat.st_size}:{stat.st_mtime_ns}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    return cache_root() / "models" / f"{file.stem}-{digest}"
+
+
+def ensure_converted(path: str | Path) -> Path:
+    """A transformers model directory (float32 safetensors, tokenizer, chat template) made
+    from the GGUF file `path` once and cached (see `converted_dir`).
+
+    Why: transformers de-quantizes a GGUF on every load (~18 s for SmolLM2-135M on a quiet
+    2-core machine, a run loads it twice), while the converted copy memory-maps in well under
+    a second, and a vLLM server can serve it with the very weights the trainer trains.
+    The copy is written to a temporary directory and renamed into place, so an interrupted
+    conversion never leaves a half-written model behind.
+    """
+    import os
+    import shutil
+    import tempfile
+
+    target = converted_dir(path)
+    if (target / "config.json").is_file():
+        return target
+    source, extra = from_pretrained_args(str(path))
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    tokenizer = AutoTokenizer.from_pretrained(source, **extra)
+    quantized = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **extra)
+    # A model loaded from GGUF refuses save_pretrained (its config names the quantizer):
+    # rebuild it from the same config without that entry and copy the weights over.
+    settings = quantized.config.to_dict()
+    settings.pop("quantization_config", None)
+    config = type(quantized.config).from_dict(settings)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(quantized.state_dict())
+    if quantized.generation_config is not None:
+        model.generation_config = quantized.generation_config
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        model.save_pretrained(str(tmp))
+        tokenizer.save_pretrained(str(tmp))
+        (tmp / "agentrft_source.txt").write_text(f"converted from {Path(path).resolve()}\n")
+        try:
+            os.replace(tmp, target)
+        except OSError:  # another process converted it first
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target

@@ -219,36 +219,10 @@ class HFSampler:
         cache_kw = self._cache_kw
         cache = _growing_cache()
 
-        # The rows of a batch usually share a long head (system prompt, tools, first user
-        # turn): run it once and copy its KV to every row, then prefill only the tails.
-        shared = _common_prefix_len([r.prompt_ids for r in reqs]) if n > 1 else 0
-        shared = min(shared, min(lens) - 1)
-        if shared < self.min_shared_prefix:
-            shared = 0
-        if shared:
-            head = torch.tensor([reqs[0].prompt_ids[:shared]], device=device)
-            model(
-                input_ids=head,
-                position_ids=torch.arange(shared, device=device)[None],
-                use_cache=True,
-                logits_to_keep=1,
-                **{cache_kw: cache},
-            )
-            cache.batch_repeat_interleave(n)
-        tails = [r.prompt_ids[shared:] for r in reqs]
-        width = max(len(t) for t in tails)
-        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        tail_mask = torch.zeros((n, width), dtype=torch.long)
-        for i, t in enumerate(tails):
-            ids[i, width - len(t) :] = torch.tensor(t)
-            tail_mask[i, width - len(t) :] = 1
-        ids, tail_mask = ids.to(device), tail_mask.to(device)
-        # Padding sits between the shared head and each tail; the mask hides it.
-        mask = torch.cat(
-            [torch.ones((n, shared), dtype=torch.long, device=device), tail_mask], dim=1
-        )
-        step_pos = shared + (tail_mask.cumsum(-1) - 1).clamp(min=0)
-        step_input = ids
+        # The rows of a batch share a head (system prompt, tools), and the rollouts of one
+        # GRPO group share much more (the user turn, often the first call and its reply):
+        # run each shared part once and copy its KV, then prefill only what is each row's.
+        step_input, mask, step_pos = self._prefill(model, reqs, cache, device)
         for _ in range(max(budgets, default=0)):
             logits = model(
                 input_ids=step_input,
@@ -282,6 +256,78 @@ class HFSampler:
             Generation(token_ids=t, logprobs=lp, finish_reason=f or "length")  # type: ignore[arg-type]
             for t, lp, f in zip(out_ids, out_lp, finish, strict=True)
         ]
+
+    def _prefill(
+        self, model: Any, reqs: list[_Request], cache: Any, device: Any
+    ) -> tuple[Any, Any, Any]:
+        """Fill `cache` with every prompt but its last position's input, sharing work.
+
+        Three layers: the head every row shares (run once), each cluster's extension (rows
+        whose prompts share `min_shared_prefix` more tokens: one row per cluster), and each
+        row's own tail (left-padded). Padding sits between the parts; the attention mask
+        hides it and the position ids skip it. Returns (the last part's input ids, the
+        attention mask so far, its position ids), the decode loop's first input.
+        """
+        import torch
+
+        n = len(reqs)
+        prompts = [r.prompt_ids for r in reqs]
+        lens = [len(p) for p in prompts]
+        shared = min(_common_prefix_len(prompts), min(lens) - 1) if n > 1 else 0
+        if shared < self.min_shared_prefix:
+            shared = 0
+        if shared:
+            model(
+                input_ids=torch.tensor([prompts[0][:shared]], device=device),
+                position_ids=torch.arange(shared, device=device)[None],
+                use_cache=True,
+                logits_to_keep=1,
+                **{self._cache_kw: cache},
+            )
+        clusters = _clusters(prompts, shared, self.min_shared_prefix) if n > 2 else []
+        parts: list[tuple[list[list[int]], Any]] = []  # (rows' ids, how rows map to cache rows)
+        if clusters and len(clusters) < n:
+            row_cluster = [0] * n
+            for c, (members, _) in enumerate(clusters):
+                for i in members:
+                    row_cluster[i] = c
+            parts.append(([prompts[m[0]][shared:end] for m, end in clusters], len(clusters)))
+            parts.append(([prompts[i][clusters[row_cluster[i]][1] :] for i in range(n)],
+                          torch.tensor(row_cluster, device=device)))  # fmt: skip
+        else:
+            parts.append(([p[shared:] for p in prompts], None))
+        mask = torch.ones((1, shared), dtype=torch.long, device=device)
+        pos_base = torch.full((1,), shared, dtype=torch.long, device=device)
+        ids = step_pos = None
+        for k, (segments, expand) in enumerate(parts):
+            rows = len(segments)
+            if k == 0:  # from the one head row to this part's rows
+                if shared:
+                    cache.batch_repeat_interleave(rows)
+                mask, pos_base = mask.expand(rows, -1), pos_base.expand(rows)
+            else:  # from cluster rows to request rows
+                cache.reorder_cache(expand)
+                mask, pos_base = mask.index_select(0, expand), pos_base.index_select(0, expand)
+            width = max(len(t) for t in segments)
+            ids = torch.full((rows, width), self.pad_id, dtype=torch.long)
+            seg_mask = torch.zeros((rows, width), dtype=torch.long)
+            for i, t in enumerate(segments):
+                ids[i, width - len(t) :] = torch.tensor(t)
+                seg_mask[i, width - len(t) :] = 1
+            ids, seg_mask = ids.to(device), seg_mask.to(device)
+            step_pos = pos_base[:, None] + (seg_mask.cumsum(-1) - 1).clamp(min=0)
+            mask = torch.cat([mask, seg_mask], dim=1)
+            if k < len(parts) - 1:  # the last part is the decode loop's first input
+                model(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    position_ids=step_pos,
+                    use_cache=True,
+                    logits_to_keep=1,
+                    **{self._cache_kw: cache},
+                )
+                pos_base = pos_base + seg_mask.sum(-1)
+        return ids, mask, step_pos
 
 
 def _merge_lora_fast(base: Any, path: str) -> Any | None:
@@ -383,6 +429,13 @@ def _growing_cache() -> Any:
                 self._v = self.values.repeat_interleave(repeats, dim=0)
                 self.keys, self.values = self._k, self._v
 
+        def reorder_cache(self, beam_idx: Any) -> None:
+            # Rows picked by index (a cluster's KV copied to each of its requests).
+            if self.get_seq_length() > 0:
+                self._k = self.keys.index_select(0, beam_idx.to(self.keys.device))
+                self._v = self.values.index_select(0, beam_idx.to(self.values.device))
+                self.keys, self.values = self._k, self._v
+
     try:
         cache = DynamicCache()
         Cache.__init__(cache, layer_class_to_replicate=GrowingLayer)
@@ -399,6 +452,26 @@ def _common_prefix_len(seqs: list[list[int]]) -> int:
         if any(s[i] != tok for s in seqs):
             return i
     return n
+
+
+def _clusters(prompts: list[list[int]], shared: int, min_extra: int) -> list[tuple[list[int], int]]:
+    """Rows whose prompts share at least `min_extra` tokens past `shared`, as (row indices,
+    end of their common prefix), the end kept at least one token short of each prompt; rows
+    that share nothing more form clusters of one (end = `shared`). Neighbours in sorted
+    order are compared, so a cluster is a run of prompts with a common extension."""
+    order = sorted(range(len(prompts)), key=lambda i: prompts[i])
+    out: list[tuple[list[int], int]] = []
+    for i in order:
+        p = prompts[i]
+        if out:
+            members, end = out[-1]
+            head = prompts[members[0]]
+            common = min(_common_prefix_len([head[:end], p]), len(p) - 1)
+            if common - shared >= min_extra:
+                out[-1] = ([*members, i], common)
+                continue
+        out.append(([i], len(p) - 1))
+    return [(members, end if len(members) > 1 else shared) for members, end in out]
 
 
 def _sample_rows(

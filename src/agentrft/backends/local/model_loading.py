@@ -42,6 +42,7 @@ def load_model_and_tokenizer(path: str, *, device: str = "auto", dtype: str = "a
 
     hf_logging.disable_progress_bar()
     device = resolve_device(device)
+    path = loadable_path(path)
     tokenizer = load_tokenizer(path)
     source, extra = from_pretrained_args(path)
     model = AutoModelForCausalLM.from_pretrained(
@@ -50,11 +51,19 @@ def load_model_and_tokenizer(path: str, *, device: str = "auto", dtype: str = "a
     return model.to(device), tokenizer
 
 
+def loadable_path(path: str) -> str:
+    """`path`, or for a `.gguf` file its converted transformers copy (built once, cached:
+    see `gguf_model.ensure_converted`)."""
+    from agentrft.backends.local.gguf_model import ensure_converted, is_gguf_file
+
+    return str(ensure_converted(path)) if is_gguf_file(path) else path
+
+
 def load_tokenizer(path: str):
     """The tokenizer (with its chat template) of a model directory, id or `.gguf` file."""
     from transformers import AutoTokenizer
 
     from agentrft.backends.local.gguf_model import from_pretrained_args
 
-    source, extra = from_pretrained_args(path)
+    source, extra = from_pretrained_args(loadable_path(path))
     return AutoTokenizer.from_pretrained(source, **extra)

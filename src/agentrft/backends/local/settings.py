@@ -172,6 +172,15 @@ class LocalConfig(Section):
         description="SFT steps on the task's scripted expert games before RL, so RL starts "
         "from a policy that can sometimes succeed (0: none; the CPU preset uses 40).",
     )
+    sft_source: Literal["auto", "expert", "withheld"] = Field(
+        "auto",
+        description="Whose games the SFT warm-up trains on. expert: the task's scripted "
+        "expert (Task.expert(); it teaches the answers too, where the expert knows them); "
+        "withheld: the task's withheld copy (Task.withheld(): tool replies hide what the "
+        "decision depends on and its expert guesses), which teaches the calls and never the "
+        "answer, so what RL adds is RL's own; auto: withheld when the task offers it, else "
+        "expert.",
+    )
     sft_learning_rate: float = Field(
         1e-3,
         gt=0,

@@ -1,8 +1,11 @@
-"""SFT warm-up: a few supervised steps on the task's scripted expert games before RL.
+"""SFT warm-up: a few supervised steps on scripted games before RL.
 
-Small models rarely find the tool-call format by sampling alone; a warm-up on expert games
-(played by `task.expert()` through the same agent loop, rendered with the same chat
-template) teaches the format so RL has rewards to compare.
+Small models rarely find the tool-call format by sampling alone; a warm-up on scripted games
+(played through the same agent loop, rendered with the same chat template) teaches the format
+so RL has rewards to compare. Whose games (`local.sft_source`): the task's expert
+(`Task.expert()`, answers included), or its withheld copy (`Task.withheld()`: the replies
+hide what the decision depends on and the expert guesses), which teaches the calls and
+leaves the decision to RL.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 from agentrft.backends.local.chat_tokens import ChatTokenizer
 from agentrft.backends.local.sequences import TrainSequence, sft_sequences
 from agentrft.backends.local.trainer import LoRATrainer
+from agentrft.backends.local.warmup import warmup_task
 from agentrft.policy import Sampling
 from agentrft.rollout import run_episodes
 from agentrft.task import EpisodeLimits, Task
@@ -102,11 +106,12 @@ async def sft_warmup(
 async def warmup_adapter(
     task: Task[Any], config: Any, out: Any, *, prompts: Sequence[str] | None = None
 ) -> Any:
-    """Run only the SFT warm-up of `config` (its `local.sft_warmup_steps` on `task`'s expert
-    games, at `local.sft_learning_rate`) and save the adapter to `out`; returns its path.
+    """Run only the SFT warm-up of `config` (its `local.sft_warmup_steps` on the games
+    `local.sft_source` picks for `task`, at `local.sft_learning_rate`) and save the adapter
+    to `out`; returns its path.
 
-    A warm-up on one task that then continues on another (`local.adapter`): e.g. the
-    learning tests teach the call format on a variant whose replies hide the answer.
+    The adapter can then start a separate GRPO run (`local.adapter`), e.g. to evaluate the
+    warm-up on its own.
     """
     from pathlib import Path
 
@@ -115,6 +120,12 @@ async def warmup_adapter(
     from agentrft.backends.local.trainer import make_trainer
     from agentrft.config import episode_limits
 
+    games = warmup_task(task, config.local.sft_source)
+    if games is None:
+        raise ValueError(
+            f"task {task.name!r} offers no {config.local.sft_source} warm-up games; set "
+            "local.sft_source=expert or local.sft_warmup_steps=0"
+        )
     model = resolve_model_path(config)
     trainer = make_trainer(config, model, max_completion_length=config.sampling_max_tokens,
                            adapter=config.local.adapter)  # fmt: skip
@@ -122,7 +133,7 @@ async def warmup_adapter(
     if prompts is None:
         prompts = train_prompts(task, config)  # the rows `train` would warm up on
     await sft_warmup(
-        task,
+        games,
         trainer,
         ChatTokenizer(trainer.tokenizer),
         prompts,

@@ -28,12 +28,15 @@ def sequence_logprobs(
     pad_id: int,
     *,
     share_prefix: bool = True,
+    prefix: SharedPrefix | None = None,
 ):
     """Logprob of each next token, (B, T-1), for right-padded `batch`; and the (B, T-1) mask.
 
     Positions outside the mask get logprob 0 (they are never trained). With `share_prefix`,
     a head of tokens common to every sequence (the system prompt, the tools, the first user
     turn: most of a short multi-turn episode) runs through the model once, with gradients.
+    `prefix`, a head common to the whole step and already run (`SharedPrefix`), is read
+    from its outputs instead of being run again for this micro-batch.
     """
     import torch
 
@@ -63,8 +66,13 @@ def sequence_logprobs(
         # are most of a multi-turn sequence, and the (tokens x vocab) logits its biggest tensor.
         decoder, head = heads
         shared = _shared_head_len(batch) if share_prefix else 0
+        if prefix is not None:
+            # At least the step's prefix is shared (for a lone sequence: all but its last
+            # token, whose prediction comes from the last shared position).
+            longest = min(len(s.token_ids) for s in batch) - 1
+            shared = max(shared, min(longest, _common_len(batch)), prefix.length)
         if shared:
-            hidden = _hidden_with_shared_head(decoder, ids, attn, shared)
+            hidden = _hidden_with_shared_head(decoder, ids, attn, shared, prefix)
         else:
             hidden = decoder(input_ids=ids, attention_mask=attn).last_hidden_state[:, :-1, :]
         sel = shifted > 0
@@ -105,23 +113,101 @@ def _shared_head_len(batch: list[TrainSequence]) -> int:
     return n if n >= MIN_SHARED_HEAD else 0
 
 
-def _hidden_with_shared_head(decoder: Any, ids: Any, attn: Any, shared: int) -> Any:
-    """Hidden states predicting tokens 1..T-1 (B, T-1, H), the head computed once."""
+def _common_len(batch: list[TrainSequence]) -> int:
+    first = batch[0].token_ids
+    n = min(len(s.token_ids) for s in batch)
+    for i in range(n):
+        if any(s.token_ids[i] != first[i] for s in batch):
+            return i
+    return n
+
+
+def _cache_kw(decoder: Any) -> str:
     import inspect
 
+    # transformers renamed `past_key_values` to `cache` (5.2x); accept both versions.
+    params = inspect.signature(decoder.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+class SharedPrefix:
+    """A head of tokens every sequence of a step shares (system prompt, tools), run once per
+    step instead of once per micro-batch.
+
+    Its outputs (hidden states and each layer's keys and values) are handed to the
+    micro-batches as leaf tensors; their gradients add up there over the step, and
+    `backward()` sends the sum through the head's graph once, at the end. The result equals
+    running the head in every micro-batch (the chain rule is linear in the incoming
+    gradient), at the cost of one head forward and one backward per step.
+    """
+
+    def __init__(self, decoder: Any, ids: list[int], device: Any) -> None:
+        import torch
+        from transformers import DynamicCache
+
+        self.length = len(ids)
+        cache = DynamicCache()
+        hidden = decoder(
+            input_ids=torch.tensor([ids], device=device),
+            position_ids=torch.arange(self.length, device=device)[None],
+            use_cache=True,
+            **{_cache_kw(decoder): cache},
+        ).last_hidden_state
+        kv = [(layer.keys, layer.values) for layer in cache.layers]
+        self._outputs = [hidden, *(t for pair in kv for t in pair)]
+
+        def leaf(t: Any) -> Any:
+            # Layers below the first LoRA layer produce no graph: nothing to send back there.
+            return t.detach().requires_grad_(torch.is_grad_enabled() and t.requires_grad)
+
+        self.hidden = leaf(hidden)
+        self.kv = [(leaf(k), leaf(v)) for k, v in kv]
+
+    def cache(self) -> Any:
+        """A fresh cache holding the prefix (one row), for one micro-batch."""
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        for i, (k, v) in enumerate(self.kv):
+            cache.update(k, v, i)
+        return cache
+
+    def backward(self) -> None:
+        """Send the gradients the micro-batches left on the prefix's outputs into the model."""
+        import torch
+
+        leaves = [self.hidden, *(t for pair in self.kv for t in pair)]
+        pairs = [(o, leaf.grad) for o, leaf in zip(self._outputs, leaves, strict=True)
+                 if leaf.grad is not None]  # fmt: skip
+        if pairs:
+            torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
+        self._outputs = []
+
+
+def _hidden_with_shared_head(
+    decoder: Any, ids: Any, attn: Any, shared: int, prefix: SharedPrefix | None = None
+) -> Any:
+    """Hidden states predicting tokens 1..T-1 (B, T-1, H), the head computed once (and its
+    first `prefix.length` tokens taken from the step's shared prefix)."""
     import torch
     from transformers import DynamicCache
 
-    params = inspect.signature(decoder.forward).parameters
-    cache_kw = "cache" if "cache" in params else "past_key_values"
+    cache_kw = _cache_kw(decoder)
     b, t = ids.shape
-    cache = DynamicCache()
-    head = decoder(
-        input_ids=ids[:1, :shared],
-        position_ids=torch.arange(shared, device=ids.device)[None],
-        use_cache=True,
-        **{cache_kw: cache},
-    ).last_hidden_state
+    if prefix is None:
+        cache, start, parts = DynamicCache(), 0, []
+    else:
+        cache, start, parts = prefix.cache(), prefix.length, [prefix.hidden]
+    if shared > start:
+        parts.append(
+            decoder(
+                input_ids=ids[:1, start:shared],
+                position_ids=torch.arange(start, shared, device=ids.device)[None],
+                use_cache=True,
+                **{cache_kw: cache},
+            ).last_hidden_state
+        )
+    head = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
     cache.batch_repeat_interleave(b)  # differentiable: the rows' gradients add up in the head
     tail = decoder(
         input_ids=ids[:, shared:],
@@ -141,6 +227,46 @@ def _decoder_and_head(model: Any) -> tuple[Any, Any] | None:
     if decoder is None or head is None or getattr(base.config, "final_logit_softcapping", None):
         return None
     return decoder, head
+
+
+def micro_batches(
+    sequences: list[TrainSequence], size: int, shared: int = 0
+) -> list[list[TrainSequence]]:
+    """`sequences` in micro-batches of at most `size`, sequences that share a prefix side by
+    side, and no micro-batch padded far beyond what its rows hold.
+
+    Sorted by their token ids, a GRPO group's rollouts (same system prompt, tools, user turn,
+    and often the same first call and tool reply) land in the same micro-batch, whose shared
+    head then runs once: on a short workflow most of every sequence. A sequence joins the
+    micro-batch being filled only when that costs no more tokens than running it on its own
+    (a micro-batch runs its common head once and every row padded to the longest tail), so a
+    rollout that went on for extra turns does not pad its whole group to its length.
+    `shared` tokens at the start (the step's prefix, run once for all) cost nothing here.
+    The loss normalisations do not depend on how a step is split (dapo: one global token
+    count), so only speed does.
+    """
+    order = sorted(range(len(sequences)), key=lambda i: sequences[i].token_ids)
+
+    def cost(batch: list[TrainSequence]) -> int:
+        common = _common_len(batch) if len(batch) > 1 else len(batch[0].token_ids) - 1
+        longest = max(len(s.token_ids) for s in batch)
+        return max(0, common - shared) + len(batch) * (longest - common)
+
+    batches: list[list[TrainSequence]] = []
+    current: list[TrainSequence] = []
+    for i in order:
+        seq = sequences[i]
+        if current and len(current) < size:
+            alone = max(1, len(seq.token_ids) - shared)
+            if cost([*current, seq]) <= cost(current) + alone:
+                current.append(seq)
+                continue
+        if current:
+            batches.append(current)
+        current = [seq]
+    if current:
+        batches.append(current)
+    return batches
 
 
 class LoRATrainer:
@@ -226,22 +352,19 @@ class LoRATrainer:
             sequences=len(trained),
             max_completion_length=self.max_completion_length,
         )
-        # Long sequences together: less padding per micro-batch.
-        order = sorted(range(len(trained)), key=lambda i: -len(trained[i].token_ids))
-        batches = [
-            [trained[i] for i in order[start : start + self.micro_batch_size]]
-            for start in range(0, len(order), self.micro_batch_size)
-        ]
+        batches = micro_batches(trained, self.micro_batch_size, self._prefix_length(trained))
         # Reference logprobs first, for every micro-batch: they swap the LoRA weights in
         # place, which must not happen between a forward and its backward.
         reference = self._reference_logprobs(batches) if self.loss.kl_beta > 0 else None
         self.optimizer.zero_grad(set_to_none=True)
+        prefix = self._step_prefix(trained, batches)
         mismatch, mismatch_n = 0.0, 0
-        for start in range(0, len(order), self.micro_batch_size):
-            batch = batches[start // self.micro_batch_size]
-            logp, mask = sequence_logprobs(self.model, batch, self.temperature, self.pad_id)
+        for b, batch in enumerate(batches):
+            logp, mask = sequence_logprobs(
+                self.model, batch, self.temperature, self.pad_id, prefix=prefix
+            )
             adv = _advantages(batch, logp)
-            ref = reference[start // self.micro_batch_size] if reference else None
+            ref = reference[b] if reference else None
             out = policy_loss(
                 LossInputs(
                     logprobs=logp,
@@ -264,6 +387,8 @@ class LoRATrainer:
                         m = mask[i, : len(sl)]
                         mismatch += float(((logp[i, : len(sl)] - sl).abs() * m).sum())
                         mismatch_n += int(m.sum())
+        if prefix is not None:
+            prefix.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -277,6 +402,23 @@ class LoRATrainer:
                 f"the loss is {metrics['loss']} at trainer step {self.steps_done}"
             )
         return metrics
+
+    def _step_prefix(
+        self, sequences: list[TrainSequence], batches: list[list[TrainSequence]]
+    ) -> SharedPrefix | None:
+        """The step's common head, run once, when more than one micro-batch shares it."""
+        length = self._prefix_length(sequences)
+        if len(batches) < 2 or not length or _decoder_and_head(self.model) is None:
+            return None
+        decoder, _ = _decoder_and_head(self.model)  # type: ignore[misc]
+        device = next(self.model.parameters()).device
+        return SharedPrefix(decoder, sequences[0].token_ids[:length], device)
+
+    @staticmethod
+    def _prefix_length(sequences: list[TrainSequence]) -> int:
+        """Tokens every sequence of the step shares (0 when too few to be worth a pass)."""
+        length = min(_common_len(sequences), min(len(s.token_ids) for s in sequences) - 1)
+        return length if length >= MIN_SHARED_HEAD else 0
 
     def set_reference(self) -> None:
         """Freeze the current adapter as the KL reference: the policy RL starts from (after
@@ -322,8 +464,7 @@ class LoRATrainer:
         tokens = sum(sum(s.mask) for s in sequences)
         self.optimizer.zero_grad(set_to_none=True)
         total = 0.0
-        for start in range(0, len(sequences), self.micro_batch_size):
-            batch = sequences[start : start + self.micro_batch_size]
+        for batch in micro_batches(sequences, self.micro_batch_size):
             logp, mask = sequence_logprobs(self.model, batch, 1.0, self.pad_id)
             loss = -(logp * mask).sum() / max(tokens, 1)
             loss.backward()

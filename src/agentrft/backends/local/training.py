@@ -31,6 +31,7 @@ from agentrft.backends.local.run import RunDir, Tracker, flatten_config
 from agentrft.backends.local.sft import sft_warmup
 from agentrft.backends.local.trainer import LoRATrainer, make_trainer
 from agentrft.backends.local.view import LiveView
+from agentrft.backends.local.warmup import describe_source, warmup_task
 from agentrft.config import Config, episode_limits, validate_config
 from agentrft.plugins import get_plugins
 from agentrft.redact import restore_redacted
@@ -81,7 +82,7 @@ def read_inputs(task: Task[Any], config: Config, *, resume: str | None, console:
     """Everything a run needs that can be wrong, checked before a file is written or a model
     loaded: the config (on resume the run's own), the expert an SFT warm-up plays, the
     curriculum levels, and the rows (train rows must exist; validation rows may not)."""
-    has_expert = task.expert() is not None
+    has_expert = warmup_task(task, config.local.sft_source) is not None
     run: RunDir | None = None
     checkpoint: Path | None = None
     if resume:
@@ -123,9 +124,16 @@ def resumed_config(run: RunDir, given: Config) -> Config:
 
 
 def check_task_fits(task: Task[Any], config: Config, *, has_expert: bool) -> None:
-    """Refuse settings the task cannot serve: an SFT warm-up without a scripted expert, a
-    curriculum level past the task's last."""
+    """Refuse settings the task cannot serve: an SFT warm-up without the games it needs (a
+    scripted expert, or a withheld copy for `local.sft_source=withheld`), a curriculum level
+    past the task's last."""
     if config.local.sft_warmup_steps > 0 and not has_expert:
+        if config.local.sft_source == "withheld":
+            raise ValueError(
+                f"local.sft_source=withheld but task {task.name!r} offers no withheld copy "
+                "with an expert (Task.withheld() returned None); set local.sft_source=expert "
+                "or local.sft_warmup_steps=0"
+            )
         raise ValueError(
             f"local.sft_warmup_steps={config.local.sft_warmup_steps} but task {task.name!r} has "
             "no scripted expert (Task.expert() returned None); set local.sft_warmup_steps=0"
@@ -335,7 +343,12 @@ class TrainingRun:
         config, steps = self.config, self.config.local.sft_warmup_steps
         if steps <= 0:
             return
-        self.say(f"SFT warm-up: {steps} steps on expert games ...")
+        games = warmup_task(self.task, config.local.sft_source)
+        assert games is not None  # read_inputs checked it
+        self.say(
+            f"SFT warm-up: {steps} steps on {describe_source(self.task, config.local.sft_source)}"
+            " ..."
+        )
 
         def sft_log(step: int, m: dict[str, float]) -> None:
             if self.tracker is not None:
@@ -347,7 +360,7 @@ class TrainingRun:
 
         t0 = time.perf_counter()
         await sft_warmup(
-            self.task,
+            games,
             self.trainer,
             self.engine.chat,
             self.inputs.train_prompts,
