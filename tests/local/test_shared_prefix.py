@@ -77,3 +77,27 @@ def test_the_step_prefix_gives_the_gradient_of_full_sequences(trainer, micro_bat
         torch.testing.assert_close(split[name], plain[name], rtol=1e-5, atol=atol)
         torch.testing.assert_close(whole[name], plain[name], rtol=1e-5, atol=atol)
     assert any(float(g.abs().sum()) > 0 for g in plain.values())
+
+
+def test_the_kl_reference_is_read_through_the_step_prefix_too(trainer):
+    import dataclasses
+
+    import torch
+
+    seqs = _sequences(trainer.model.config.vocab_size)
+    saved_loss, saved_ref = trainer.loss, trainer.reference
+    trainer.loss = dataclasses.replace(trainer.loss, kl_beta=0.5)
+    trainer.set_reference()
+    with torch.no_grad():  # move away from the reference, so the KL term has a gradient
+        for p in trainer.params:
+            p.add_(0.05 * torch.randn_like(p))
+    try:
+        trainer.micro_batch_size = len(seqs)
+        whole = _gradient(trainer, seqs)
+        trainer.micro_batch_size = 2
+        split = _gradient(trainer, seqs)
+    finally:
+        trainer.loss, trainer.reference = saved_loss, saved_ref
+    for name in whole:
+        atol = 1e-6 * float(whole[name].abs().max())
+        torch.testing.assert_close(split[name], whole[name], rtol=1e-5, atol=atol)

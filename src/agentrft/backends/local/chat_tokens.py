@@ -305,7 +305,9 @@ def _with_tools(tokenizer: Any, template: str) -> str:
     if chatml:
         if key not in _WARNED_TEMPLATES:
             _WARNED_TEMPLATES.add(key)
-            log.warning(
+            # Info, not a warning: the replacement is what makes such a model usable with
+            # tools (SmolLM2, the README's main job), and nothing the user needs to fix.
+            log.info(
                 "the model's chat template ignores tools; rendering with a ChatML template "
                 "that lists them and takes Hermes <tool_call> calls instead"
             )

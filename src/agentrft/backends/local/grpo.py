@@ -89,6 +89,30 @@ class DataCursor:
         return self.position // self.size
 
 
+def trainer_speed(
+    trainer: LoRATrainer, metrics: dict[str, float], seconds: float
+) -> dict[str, float]:
+    """The optimizer step's speed: positions and FLOP/s through the model, and the FLOP/s of
+    one large matmul on this machine in the trainer's dtype and threads (its peak)."""
+    import torch
+
+    from agentrft.backends.local.flops import matmul_peak
+
+    if seconds <= 0 or "trainer/flops" not in metrics:
+        return {}
+    out = {
+        "trainer/s": seconds,
+        "trainer/tokens_per_s": metrics["trainer/tokens"] / seconds,
+        "trainer/flops_per_s": metrics["trainer/flops"] / seconds,
+    }
+    if trainer.device == "cpu":
+        dtype = str(next(trainer.model.parameters()).dtype).removeprefix("torch.")
+        peak = matmul_peak(dtype, torch.get_num_threads())
+        out["trainer/peak_flops_per_s"] = peak
+        out["trainer/peak_frac"] = out["trainer/flops_per_s"] / peak
+    return out
+
+
 def curriculum_level(start: int, end: int, step: int, total: int) -> int:
     """The task's curriculum level at `step` (1-based) of `total`: `start` at the first step,
     moving linearly to `end` at the last (rounded to the nearest level)."""
@@ -306,7 +330,10 @@ class GRPOLoop:
         ]
         probe = self._probe_prompt(trajs) if cfg.local.sync_check else None
         probe_before = await self._probe_sample(probe) if probe else None
+        t2 = time.perf_counter()
         train_metrics = self.trainer.step(seqs)
+        trainer_s = time.perf_counter() - t2
+        train_metrics.update(trainer_speed(self.trainer, train_metrics, trainer_s))
         train_s = time.perf_counter() - t1
 
         sync_s = await self.sync(step)

@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentrft.backends.local.flops import ModelShape, segment_context
 from agentrft.backends.local.loss import LossInputs, LossSettings, StepScale, policy_loss
 from agentrft.backends.local.model_loading import load_model_and_tokenizer, resolve_device
 from agentrft.backends.local.sequences import TrainSequence
@@ -65,12 +66,7 @@ def sequence_logprobs(
         # Project to the vocabulary only where a token is trained: prompts and tool replies
         # are most of a multi-turn sequence, and the (tokens x vocab) logits its biggest tensor.
         decoder, head = heads
-        shared = _shared_head_len(batch) if share_prefix else 0
-        if prefix is not None:
-            # At least the step's prefix is shared (for a lone sequence: all but its last
-            # token, whose prediction comes from the last shared position).
-            longest = min(len(s.token_ids) for s in batch) - 1
-            shared = max(shared, min(longest, _common_len(batch)), prefix.length)
+        shared = head_length(batch, prefix.length if prefix is not None else 0, share_prefix)
         if shared:
             hidden = _hidden_with_shared_head(decoder, ids, attn, shared, prefix)
         else:
@@ -111,6 +107,17 @@ def _shared_head_len(batch: list[TrainSequence]) -> int:
     while n < limit and all(s.token_ids[n] == first[n] for s in batch):
         n += 1
     return n if n >= MIN_SHARED_HEAD else 0
+
+
+def head_length(batch: list[TrainSequence], prefix: int = 0, share_prefix: bool = True) -> int:
+    """How many leading tokens `batch` runs once for all its rows: its common head when
+    worth a pass, and with a step prefix of `prefix` tokens at least that (for a lone
+    sequence: all but its last token, predicted from the last shared position)."""
+    shared = _shared_head_len(batch) if share_prefix else 0
+    if prefix:
+        longest = min(len(s.token_ids) for s in batch) - 1
+        shared = max(shared, min(longest, _common_len(batch)), prefix)
+    return shared
 
 
 def _common_len(batch: list[TrainSequence]) -> int:
@@ -330,6 +337,7 @@ class LoRATrainer:
             else self.tokenizer.eos_token_id
         )
         self.steps_done = 0
+        self._shape: ModelShape | None = None
         # The KL reference: the LoRA weights RL started from (see `set_reference`); None
         # means the bare base model.
         self.reference: list[Any] | None = None
@@ -395,6 +403,10 @@ class LoRATrainer:
         self.steps_done += 1
         metrics["grad_norm"] = float(grad_norm)
         metrics["trained_tokens"] = float(scale.tokens)
+        tokens, forward = self.work(batches, prefix.length if prefix is not None else 0)
+        # Forward + backward (about a forward again), and the reference's forward for KL.
+        metrics["trainer/tokens"] = float(tokens)
+        metrics["trainer/flops"] = forward * (3.0 if reference is not None else 2.0)
         if mismatch_n:
             metrics["sampler_logprob_abs_diff"] = mismatch / mismatch_n
         if not math.isfinite(metrics["loss"]):
@@ -414,6 +426,26 @@ class LoRATrainer:
         device = next(self.model.parameters()).device
         return SharedPrefix(decoder, sequences[0].token_ids[:length], device)
 
+    def work(self, batches: list[list[TrainSequence]], prefix: int) -> tuple[int, float]:
+        """(positions run through the model, forward FLOPs) of one pass over `batches`,
+        as `sequence_logprobs` runs them: the step prefix once, each micro-batch's head once,
+        every row's tail padded to the longest (see flops.py for what is counted)."""
+        shape = self._shape
+        if shape is None:
+            shape = self._shape = ModelShape.of(self.model)
+        tokens = prefix
+        flops = shape.forward(prefix, segment_context(0, prefix), 0)
+        for batch in batches:
+            shared = head_length(batch, prefix)
+            start = prefix if prefix else 0
+            rows, width = len(batch), max(len(s.token_ids) for s in batch) - shared
+            trained = sum(sum(s.mask) for s in batch)
+            segment = max(0, shared - start)
+            tokens += segment + rows * width
+            flops += shape.forward(segment, segment_context(start, segment), 0)
+            flops += shape.forward(rows * width, rows * segment_context(shared, width), trained)
+        return tokens, flops
+
     @staticmethod
     def _prefix_length(sequences: list[TrainSequence]) -> int:
         """Tokens every sequence of the step shares (0 when too few to be worth a pass)."""
@@ -429,21 +461,24 @@ class LoRATrainer:
     def _reference_logprobs(self, batches: list[list[TrainSequence]]) -> list[Any]:
         import torch
 
+        sequences = [s for b in batches for s in b]
+
+        def run() -> list[Any]:
+            prefix = self._step_prefix(sequences, batches)  # no_grad: plain tensors
+            return [
+                sequence_logprobs(self.model, b, self.temperature, self.pad_id, prefix=prefix)[0]
+                for b in batches
+            ]
+
         if self.reference is None:
             with torch.no_grad(), self.model.disable_adapter():
-                return [
-                    sequence_logprobs(self.model, b, self.temperature, self.pad_id)[0]
-                    for b in batches
-                ]
+                return run()
         with torch.no_grad():
             current = [p.detach().clone() for p in self.params]
             for p, r in zip(self.params, self.reference, strict=True):
                 p.copy_(r)
             try:
-                return [
-                    sequence_logprobs(self.model, b, self.temperature, self.pad_id)[0]
-                    for b in batches
-                ]
+                return run()
             finally:
                 for p, c in zip(self.params, current, strict=True):
                     p.copy_(c)

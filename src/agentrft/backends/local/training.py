@@ -207,7 +207,8 @@ class TrainingRun:
         run = inputs.run if inputs.run is not None else RunDir.create(config, task.name)
         engine = make_engine(config)
         printer(console)(
-            f"[bold]agentrft local[/] · task {task.name} · model {engine.model_path} · "
+            f"[bold]agentrft local[/] · task {task.name} · model "
+            f"{config.local.model or engine.model_path} · "
             f"inference {engine.inference} on {engine.device} · run {run.path}",
             highlight=False,
         )
