@@ -243,8 +243,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--json", help="write the figures to this file")
     p.add_argument("--tokens", type=int, default=32, help="new tokens per row (default 32)")
-    p.add_argument("--samplers", nargs="*",
-                   default=["transformers-fp32", "transformers-bf16", "vllm-cpu", "llama.cpp"])
+    p.add_argument(
+        "--samplers",
+        nargs="*",
+        default=["transformers-fp32", "transformers-bf16", "vllm-cpu", "llama.cpp"],
+    )
     p.add_argument("--vllm-python", default=".venv-vllm/bin/python")
     p.add_argument("--llama-python", default=os.environ.get("LLAMA_CPP_PYTHON", ".venv-llama/bin/python"))  # fmt: skip
     a = p.parse_args()
@@ -287,7 +290,7 @@ def main() -> None:
         references = {}
         for dtype in ("float32", "bfloat16"):
             for name, res in results.items():
-                if "batch8" in res and res["batch8"]:
+                if res.get("batch8"):
                     ref = trainer_logprobs(model_dir, adapter, batches[8], res["batch8"], dtype)
                     references.setdefault(name, {})[f"trainer_{dtype}"] = agreement(
                         res["batch8"], ref

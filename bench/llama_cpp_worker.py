@@ -56,7 +56,7 @@ def main() -> None:
     print(json.dumps({"tokens_per_s": rates, "batch8": sample}))
 
 
-def generate(ctx, batch, rows, tokens, n_vocab, seed):  # noqa: ANN001, ANN201
+def generate(ctx, batch, rows, tokens, n_vocab, seed):
     n = len(rows)
     rng = [np.random.default_rng(seed * 1000 + i) for i in range(n)]
     last_logits = np.zeros((n, n_vocab), dtype=np.float32)

@@ -18,7 +18,7 @@ def _sequences(vocab: int) -> list[TrainSequence]:
     seqs = []
     for g in range(2):
         group = [rng.randrange(3, vocab) for _ in range(20)]
-        for i in range(3 + g):
+        for _ in range(3 + g):
             tail = [rng.randrange(3, vocab) for _ in range(rng.randrange(1, 12))]
             ids = head + group + tail
             mask = [0] * 50 + [1] * 10 + [int(j % 3 != 0) for j in range(len(tail))]
