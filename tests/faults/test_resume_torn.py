@@ -26,7 +26,8 @@ from agentrft.config import dump_config
 
 from ..local.conftest import CountA, tiny_config
 
-TIMING = ("_s", "tokens_per_s", "rollouts_per_s")
+# Wall-clock figures (seconds, rates, the trainer's share of the measured matmul peak).
+TIMING = ("_s", "/s", "tokens_per_s", "rollouts_per_s", "peak_frac")
 COMMON = dict(
     global_batch_size=2, group_size=4, max_steps=4, sampling_max_tokens=16,
     learning_rate=5e-3, **{"local.tiny_model": "156k", "local.checkpoint_every": 2},

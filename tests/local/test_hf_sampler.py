@@ -76,6 +76,36 @@ async def test_shared_head_is_prefilled_once_and_changes_nothing(sampler):
         assert alone.logprobs == pytest.approx(g.logprobs, abs=1e-6)
 
 
+async def test_finished_rows_leave_the_batch_and_change_nothing(sampler):
+    # Rows whose budget ends early stop costing decode work: the batch narrows once a
+    # quarter of its rows are done, and every row still samples what it would alone.
+    prompts = [_prompt(sampler, f"prompt number {i} " * (1 + i % 3)) for i in range(8)]
+    budgets = [1, 2, 2, 3, 16, 16, 16, 16]
+    sampling = [Sampling(max_tokens=b, seed=10 + i) for i, b in enumerate(budgets)]
+    widths: list[int] = []
+    forward = sampler.model.forward
+
+    def spy(*args, **kwargs):
+        widths.append(int(kwargs["input_ids"].shape[0]))
+        return forward(*args, **kwargs)
+
+    sampler.model.forward = spy
+    try:
+        together = await asyncio.gather(
+            *(sampler.generate(p, s) for p, s in zip(prompts, sampling, strict=True))
+        )
+    finally:
+        del sampler.model.forward
+    # 8 rows, then 5 once three are done (the fourth alone is under a quarter of 5)
+    assert widths[-1] <= 5
+    assert widths[-1] >= 1 and 8 in widths
+    for p, s, g in zip(prompts, sampling, together, strict=True):
+        assert len(g.token_ids) <= s.max_tokens
+        alone = await sampler.generate(p, s)
+        assert alone.token_ids == g.token_ids
+        assert alone.logprobs == pytest.approx(g.logprobs, abs=1e-6)
+
+
 async def test_a_groups_longer_shared_prefix_is_prefilled_once_per_group(sampler):
     # Two GRPO groups (the rows of each share a user turn and a tool reply past the common
     # head) and one row of its own: head once, one row per group, then the rows' tails.

@@ -10,7 +10,8 @@ from agentrft.backends.local.backend import train_async
 
 from .conftest import CountA, tiny_config
 
-TIMING = ("_s", "tokens_per_s", "rollouts_per_s")
+# Wall-clock figures (seconds, rates, the trainer's share of the measured matmul peak).
+TIMING = ("_s", "/s", "tokens_per_s", "rollouts_per_s", "peak_frac")
 
 
 def _metrics(run_dir) -> list[dict]:

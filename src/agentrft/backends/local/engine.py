@@ -62,9 +62,11 @@ CPU_PRESET_LIMITS: dict[str, Any] = {"max_turns": 6}
 #: model on CPU"). Eight prompts a step with four rollouts each: more distinct rows per step
 #: than 4 x 8 at the same cost, which is what a decision that must generalise needs.
 REAL_CPU_PRESET: dict[str, Any] = {
-    "global_batch_size": 8,
-    "group_size": 4,
-    "max_steps": 12,
+    # 4 prompts x 8 rollouts: with four choices a group of 8 usually holds a right and a
+    # wrong route (at 8 x 4 most groups had no variance within a few steps).
+    "global_batch_size": 4,
+    "group_size": 8,
+    "max_steps": 16,
     "sampling_max_tokens": 64,
     # Measured on ticket_triage: 1e-4 barely moved the policy in 16 steps, 1e-3 broke the
     # tool-call format within a few; temperature 1 keeps the groups' choices apart (at 0.7
@@ -76,13 +78,18 @@ REAL_CPU_PRESET: dict[str, Any] = {
     "val_every": 0,
 }
 REAL_CPU_PRESET_LOCAL: dict[str, Any] = {
-    "sft_warmup_steps": 24,
+    "sft_warmup_steps": 16,
     "sft_learning_rate": 1e-3,
     "micro_batch_size": 8,
     "format_credit": 0.5,
     "lr_warmup_steps": 2,
+    # Without a KL anchor lr 3e-4 drove the policy onto one team within ~6 steps (every
+    # group the same answer: no advantage left); 0.1 kept it spread while it learned.
+    "kl_beta": 0.1,
 }
-REAL_CPU_PRESET_EVAL: dict[str, Any] = {"n": 64}
+#: Greedy: the table then measures the policy's decision, not the sampling noise around it
+#: (at temperature 1 a 64-row eval adds each row's sampling luck to the standard error).
+REAL_CPU_PRESET_EVAL: dict[str, Any] = {"n": 64, "temperatures": [0.0], "concurrency": 64}
 
 
 def cpu_has_fast_bf16() -> bool:

@@ -223,6 +223,7 @@ class HFSampler:
         # GRPO group share much more (the user turn, often the first call and its reply):
         # run each shared part once and copy its KV, then prefill only what is each row's.
         step_input, mask, step_pos = self._prefill(model, reqs, cache, device)
+        rows = list(range(n))  # the request each row of the batch decodes
         for _ in range(max(budgets, default=0)):
             logits = model(
                 input_ids=step_input,
@@ -233,12 +234,16 @@ class HFSampler:
                 **{cache_kw: cache},
             ).logits[:, -1, :]
             logits = logits.to(torch.promote_types(logits.dtype, torch.float32)).cpu()
-            active = [i for i in range(n) if finish[i] is None]
-            toks, lps = _sample_rows(logits, temps, top_ps, [gens[i] for i in active], active)
-            next_tokens = torch.full((n,), self.pad_id, dtype=torch.long)
-            for i, tok, lp in zip(active, toks, lps, strict=True):
+            live = [j for j, i in enumerate(rows) if finish[i] is None]
+            picked = torch.tensor(rows, dtype=torch.long)
+            toks, lps = _sample_rows(
+                logits, temps[picked], top_ps[picked], [gens[rows[j]] for j in live], live
+            )
+            next_tokens = torch.full((len(rows),), self.pad_id, dtype=torch.long)
+            for j, tok, lp in zip(live, toks, lps, strict=True):
+                i = rows[j]
                 r = reqs[i]
-                next_tokens[i] = tok
+                next_tokens[j] = tok
                 out_ids[i].append(tok)
                 out_lp[i].append(lp)
                 if tok in self.stop_ids or (
@@ -249,9 +254,18 @@ class HFSampler:
                     finish[i] = "length"
             if all(f is not None for f in finish):
                 break
-            step_input = next_tokens.view(n, 1).to(device)
+            step_input = next_tokens.view(len(rows), 1).to(device)
             step_pos = step_pos[:, -1:] + 1
-            mask = torch.cat([mask, torch.ones((n, 1), dtype=mask.dtype, device=device)], dim=1)
+            mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=mask.dtype, device=device)], 1)
+            # Every decode step reads each row's whole KV, finished or not: once a quarter of
+            # the rows are done, drop them (the copy costs about one step; a GRPO batch's
+            # calls end at different lengths, and a runaway reply no longer holds 31 rows).
+            still = [j for j, i in enumerate(rows) if finish[i] is None]
+            if len(still) <= 0.75 * len(rows):
+                keep = torch.tensor(still, dtype=torch.long, device=device)
+                cache.reorder_cache(keep)
+                step_input, mask, step_pos = step_input[keep], mask[keep], step_pos[keep]
+                rows = [rows[j] for j in still]
         return [
             Generation(token_ids=t, logprobs=lp, finish_reason=f or "length")  # type: ignore[arg-type]
             for t, lp, f in zip(out_ids, out_lp, finish, strict=True)
@@ -431,10 +445,12 @@ def _growing_cache() -> Any:
 
         def reorder_cache(self, beam_idx: Any) -> None:
             # Rows picked by index (a cluster's KV copied to each of its requests).
+            # Rows dropped from a batch too; the buffers keep their spare length.
             if self.get_seq_length() > 0:
-                self._k = self.keys.index_select(0, beam_idx.to(self.keys.device))
-                self._v = self.values.index_select(0, beam_idx.to(self.values.device))
-                self.keys, self.values = self._k, self._v
+                idx = beam_idx.to(self._k.device)
+                self._k, self._v = self._k.index_select(0, idx), self._v.index_select(0, idx)
+                end = self._length
+                self.keys, self.values = self._k[..., :end, :], self._v[..., :end, :]
 
     try:
         cache = DynamicCache()
