@@ -174,10 +174,7 @@ class Plugins:
 
     def task_sources(self) -> dict[str, str]:
         """Task name -> the distribution (or plugin name) that provides it."""
-        return {
-            n: p.distribution if p.distribution != "-" else p.plugin
-            for n, p in self.tasks_collection().items.items()
-        }
+        return _sources(self.tasks_collection())
 
     def task(self, name: str) -> Any:
         """A fresh instance of task `name`."""
@@ -190,6 +187,11 @@ class Plugins:
 
     def rewards(self) -> dict[str, NamedReward]:
         return {n: p.obj for n, p in self._rewards().items.items()}
+
+    def reward_sources(self) -> dict[str, str]:
+        """Reward name -> the distribution (or plugin name) that provides it: what a
+        runtime bundle must hold besides the task's plugin when a run names the reward."""
+        return _sources(self._rewards())
 
     def reward(self, name: str, task_name: str | None = None) -> NamedReward:
         reward: NamedReward = self._lookup(self._rewards(), "reward", name)
@@ -241,6 +243,13 @@ _ALGORITHM_HOOKS = {
     "agentrft_loss_normalizations": "loss normalization",
     "agentrft_advantages": "advantage_method",
 }
+
+
+def _sources(collection: _Collection) -> dict[str, str]:
+    return {
+        n: p.distribution if p.distribution != "-" else p.plugin
+        for n, p in collection.items.items()
+    }
 
 
 def _check_task(key: Any, cls: Any) -> tuple[str, Any]:

@@ -413,7 +413,12 @@ def deploy_command(
         if reward:
             plugins.reward(reward, task)
         sources = plugins.task_sources()
-        distributions = list(dict.fromkeys(sources.get(n, "agentrft") for n in names))
+        wanted = [sources.get(n, "agentrft") for n in names]
+        if reward:
+            # The runtime resolves AGENTRFT_REWARD through the plugins it can import: a
+            # reward from another distribution than the task's must travel in the bundle.
+            wanted.append(plugins.reward_sources().get(reward, "agentrft"))
+        distributions = list(dict.fromkeys(wanted))
         declared = collect_bundle_options(plugins, names)
         task = ",".join(names)  # what AGENTRFT_TASK says (shares do not matter to it)
         extra_env = parse_env(env or [])
