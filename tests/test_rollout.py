@@ -285,6 +285,39 @@ async def test_a_crashing_reward_gives_the_lowest_reward_visibly() -> None:
     assert traj.reward is not None and traj.reward.total == LOWEST
 
 
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        (RewardResult(total=float("nan")), "total = nan"),
+        (RewardResult(total=1.0, components={"x": float("inf")}), "components['x'] = inf"),
+        (RewardResult(total=0.0, per_turn=[0.0, float("-inf")]), "per_turn[1] = -inf"),
+        (0.5, "returned float 0.5, not a RewardResult"),
+        ("great", "returned str 'great', not a RewardResult"),
+    ],
+)
+async def test_a_non_finite_or_mistyped_reward_is_a_reward_error_naming_it(
+    value: Any, said: str
+) -> None:
+    def odd_reward(env: Any, traj: Trajectory) -> Any:
+        return value
+
+    traj = await play(TASK.expert(), reward_fn=odd_reward)
+    assert traj.failure_kinds == ["reward_error"]
+    detail = traj.failures[0].detail
+    assert said in detail and "odd_reward" in detail and f"row {traj.instance_id}" in detail
+    assert traj.reward is not None and traj.reward.total == LOWEST
+
+
+async def test_a_crashing_reward_names_itself_and_the_row() -> None:
+    def broken(env: Any, traj: Trajectory) -> RewardResult:
+        raise KeyError("score")
+
+    traj = await play(TASK.expert(), reward_fn=broken)
+    assert f"reward {broken.__qualname__} on row {traj.instance_id} raised KeyError" in (
+        traj.failures[0].detail
+    )
+
+
 async def test_reward_fn_replaces_the_task_reward() -> None:
     traj = await play(TASK.expert(), reward_fn=lambda env, t: RewardResult(total=42.0))
     assert traj.reward is not None and traj.reward.total == 42.0

@@ -22,7 +22,6 @@ two): an episode always ends with a reward.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -31,10 +30,16 @@ from typing import Any, Protocol, runtime_checkable
 from agentrft.policy import Policy
 from agentrft.redact import scrub_text
 from agentrft.reward import RewardResult
-from agentrft.rollout import EpisodeCallback, RewardFn, run_episode, run_episodes
+from agentrft.rollout import (
+    EpisodeCallback,
+    RewardFn,
+    run_episode,
+    run_episodes,
+    score_episode,
+)
 from agentrft.task import Task
 from agentrft.tool_threads import ToolThreads
-from agentrft.trajectory import FailureKind, Trajectory
+from agentrft.trajectory import Trajectory
 
 log = logging.getLogger("agentrft.group_scoring")
 
@@ -186,11 +191,4 @@ async def _score(
 
 async def _score_alone(task: Task[Any, Any], reward_fn: RewardFn | None, m: GroupEpisode) -> None:
     """The ordinary reward, as `run_episode` applies it (a reward bug: the lowest tier)."""
-    try:
-        result = (reward_fn or task.reward)(m.env, m.trajectory)
-        if inspect.isawaitable(result):
-            result = await result
-        m.trajectory.reward = result
-    except Exception as exc:
-        m.trajectory.fail(FailureKind.REWARD_ERROR, f"{type(exc).__name__}: {exc}")
-        m.trajectory.reward = task.lowest_reward()
+    await score_episode(task, reward_fn, m.env, m.trajectory)

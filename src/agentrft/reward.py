@@ -33,6 +33,47 @@ class RewardResult(BaseModel):
     components: dict[str, float] = Field(default_factory=dict)
 
 
+class RewardValueError(ValueError):
+    """A reward returned what training cannot use: not a `RewardResult`, or a NaN/inf."""
+
+
+def reward_name(fn: Any) -> str:
+    """How a message names the reward `fn` (a `NamedReward`, a task's method, a function)."""
+    inner = getattr(fn, "fn", fn)
+    owner = getattr(inner, "__self__", None)
+    name = getattr(inner, "__qualname__", None) or type(inner).__name__
+    if owner is not None and "." not in name:
+        name = f"{type(owner).__name__}.{name}"
+    return name
+
+
+def checked_reward(result: Any, fn: Any, row: str) -> RewardResult:
+    """`result` when it is a `RewardResult` whose numbers are all finite; else
+    `RewardValueError` naming the reward `fn`, the `row` and the value.
+
+    A NaN reward would poison every advantage of its group (and a mean over the step); a
+    wrong type would fail far from its cause, in a report or the trainer.
+    """
+    who = f"reward {reward_name(fn)} on row {row}"
+    if not isinstance(result, RewardResult):
+        shown = repr(result)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise RewardValueError(
+            f"{who} returned {type(result).__name__} {shown}, not a RewardResult: return "
+            "agentrft.RewardResult(total=..., outcome=...) (or a TieredReward's result)"
+        )
+    numbers = [("total", result.total), ("shaping", result.shaping)]
+    numbers += [(f"components[{k!r}]", v) for k, v in result.components.items()]
+    numbers += [(f"per_turn[{i}]", v) for i, v in enumerate(result.per_turn or [])]
+    for field_name, value in numbers:
+        if not math.isfinite(value):
+            raise RewardValueError(
+                f"{who} returned {field_name} = {value}: rewards must be finite numbers "
+                "(check for a division by zero or a log of 0)"
+            )
+    return result
+
+
 def clip(value: float, low: float = -1.0, high: float = 1.0) -> float:
     if math.isnan(value):
         return 0.0

@@ -26,7 +26,7 @@ from typing import Any, Literal, TypeVar
 
 from agentrft.messages import Message, ToolCall, tool_reply, user
 from agentrft.policy import Completion, Policy, PolicyError, Sampling
-from agentrft.reward import RewardResult
+from agentrft.reward import RewardResult, RewardValueError, checked_reward, reward_name
 from agentrft.task import EpisodeLimits, Task, TaskInputError
 from agentrft.tool_threads import ToolThreads
 from agentrft.trajectory import FailureKind, Trajectory, Turn
@@ -115,15 +115,29 @@ async def run_episode(
         # its thread): there is no consistent state to score.
         traj.reward = task.lowest_reward()
         return traj
+    await score_episode(task, reward_fn, env, traj)
+    return traj
+
+
+async def score_episode(
+    task: Task[Any, Any], reward_fn: RewardFn | None, env: Any, traj: Trajectory
+) -> None:
+    """Set `traj.reward` from `reward_fn` (or the task's reward). A reward that raises, or
+    returns anything but a `RewardResult` of finite numbers, gives the lowest tier and a
+    `reward_error` failure naming the reward, the row and the value: one bad episode never
+    stops a run, and the failure shows in every report."""
+    fn = reward_fn or task.reward
     try:
-        result = (reward_fn or task.reward)(env, traj)
+        result = fn(env, traj)
         if inspect.isawaitable(result):
             result = await result
-        traj.reward = result
+        traj.reward = checked_reward(result, fn, traj.instance_id or "?")
     except Exception as exc:  # a reward bug gives the lowest tier, visibly
-        traj.fail(FailureKind.REWARD_ERROR, f"{type(exc).__name__}: {exc}")
+        detail = str(exc) if isinstance(exc, RewardValueError) else f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, RewardValueError):
+            detail = f"reward {reward_name(fn)} on row {traj.instance_id or '?'} raised {detail}"
+        traj.fail(FailureKind.REWARD_ERROR, detail)
         traj.reward = task.lowest_reward()
-    return traj
 
 
 async def within(awaitable: Awaitable[T], seconds: float) -> T:

@@ -172,6 +172,19 @@ def test_rollout_health_counts_from_trajectories():
     assert m["rollout/tokens/response_max"] == 12.0
     assert m["rollout/reward/valid_mean"] == 1.0  # the unplayed rollout is left out
     assert m["analysis/zero_adv_groups"] == 0.5
+    assert m["rollout/reward_error_frac"] == 0.0
+
+    unscored = Trajectory(id="c", task="t", prompt="p", reward=R(total=-1.0))
+    unscored.failures = [Failure(kind="reward_error", detail="reward r on row 3 returned nan")]
+    m = rollout_health([ok, unscored, unscored], zero_variance_fraction=0.0)
+    assert m["rollout/reward_error_frac"] == pytest.approx(2 / 3)
+    fired = [r.name for r in RULES if r.fires(m)]
+    assert fired[0] == "reward_errors"  # the first, most serious condition
+    assert not [
+        r
+        for r in RULES
+        if r.name == "reward_errors" and r.fires({**m, "rollout/reward_error_frac": 0.4})
+    ]
 
 
 def test_curriculum_anneals_linearly_from_start_to_end():

@@ -263,6 +263,29 @@ def _eval_policy(
         count = write_trajectories(trajs, trajectories)
         console().print(f"trajectories: {trajectories} ({count})")
     _fail_if_nothing_played(trajs, the_task.name)
+    _fail_if_the_reward_failed(trajs)
+
+
+#: An eval whose reward failed on more than this share of its episodes exits 1: its table
+#: measures the reward's bug (every such episode holds the lowest tier), not the policy.
+REWARD_ERROR_LIMIT = 0.5
+
+
+def _fail_if_the_reward_failed(trajectories: list[Any]) -> None:
+    """Say loudly, and exit 1, when most episodes' reward raised or returned a bad value
+    (the report and trajectories are written first: they show every failure)."""
+    failed = [t for t in trajectories if "reward_error" in t.failure_kinds]
+    if not failed:
+        return
+    detail = next(f.detail for f in failed[0].failures if f.kind == "reward_error")
+    share = len(failed) / len(trajectories)
+    message = (
+        f"the reward failed on {len(failed)} of {len(trajectories)} episodes "
+        f"({share:.0%}; each scored the lowest tier); first: {detail}"
+    )
+    if share > REWARD_ERROR_LIMIT:
+        raise CliError(message + " — fix the reward, then run `agentrft reward check`")
+    Console(stderr=True, highlight=False).print(f"warning: {message}", markup=False)
 
 
 def _fail_if_nothing_played(trajectories: list[Any], task: str) -> None:

@@ -131,6 +131,11 @@ def play(
     if save is not None:
         append_trajectories([trajectory], save)
         console().print(f"appended to {save}")
+    failed = [f for f in trajectory.failures if f.kind == "reward_error"]
+    if failed:  # the total shown is the lowest tier, not a score: exit non-zero
+        raise CliError(
+            f"the reward failed, so the episode scored the lowest tier: {failed[0].detail}"
+        )
 
 
 def replay(

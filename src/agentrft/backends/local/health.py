@@ -87,6 +87,10 @@ def rollout_health(trajs: Sequence[Trajectory], zero_variance_fraction: float) -
         "rollout/truncated_frac": truncated_rollouts / max(1, len(trajs)),
         "rollout/turns/text_reply_frac": text_turns / n_turns,
         "rollout/tool_calls/invalid_frac": invalid / calls if calls else 0.0,
+        "rollout/reward_error_frac": sum(
+            1 for t in trajs if FailureKind.REWARD_ERROR in t.failure_kinds
+        )
+        / max(1, len(trajs)),
     }
 
 
@@ -146,6 +150,15 @@ class HealthRule:
 #: The rules, in the order warnings are shown. Thresholds are where a run measured here
 #: stopped improving; they are advice, not proof.
 RULES: tuple[HealthRule, ...] = (
+    HealthRule(
+        "reward_errors",
+        "rollout/reward_error_frac",
+        0.5,
+        "the reward raised or returned a non-finite or mistyped value on most rollouts (each "
+        "scored the lowest tier, so the step trains on the reward's bug): see the failure "
+        "detail in trajectories.jsonl, fix the reward, run `agentrft reward check`; "
+        "local.health_stop_after=N stops such a run",
+    ),
     HealthRule(
         "no_signal",
         "analysis/zero_adv_groups",
