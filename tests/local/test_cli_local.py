@@ -56,7 +56,7 @@ def test_train_data_names_the_rows_and_the_dry_run_shows_them(cli: Any, tmp_path
     rows.write_text('{"prompt": "Write text 1"}\n')
     result = cli("train", "--task", "count_a", "--data", str(rows), "--dry-run", *TINY)
     assert result.exit_code == 0, result.output
-    assert f"train_rows: {rows}" in result.output
+    assert f"train_rows: {rows} (1 row)" in result.output
     assert "validation_rows: made by task count_a (split validation)" in result.output
     made = cli("train", "--task", "count_a", "--dry-run", *TINY)
     assert "train_rows: made by task count_a (split train)" in made.output
@@ -64,6 +64,33 @@ def test_train_data_names_the_rows_and_the_dry_run_shows_them(cli: Any, tmp_path
                   "--set", f"local.run_dir={tmp_path / 'runs'}")  # fmt: skip
     assert missing.exit_code == 1 and "none.jsonl" in missing.output
     assert not (tmp_path / "runs").exists()
+
+
+def test_train_refuses_data_of_which_no_row_parses_before_loading_anything(
+    cli: Any, tmp_path: Path
+) -> None:
+    """Rows that are valid JSON but none a task instance: `train` and `train --dry-run` exit 1
+    naming the file, the first parse error and the fix, and nothing is written; a file where
+    only some rows fail trains with a warning naming them."""
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_text("".join(json.dumps({"prompt": f"row {i}"}) + "\n" for i in range(500)))
+    runs = tmp_path / "runs"
+    for extra in (["--dry-run"], []):
+        result = cli("train", "--task", "fruit_guess", "--data", str(garbage), *TINY,
+                     "--set", f"local.run_dir={runs}", *extra)  # fmt: skip
+        assert result.exit_code == 1, result.output
+        lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+        assert len(lines) == 1 and "Traceback" not in result.output
+        assert f"{garbage}: none of its 500 rows parses as a fruit_guess instance" in lines[0]
+        assert "unknown fruit row 'row 0'" in lines[0] and "agentrft dataset make" in lines[0]
+    assert not runs.exists()
+
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(
+        json.dumps({"prompt": "row x"}) + "\n" + json.dumps({"prompt": "apple"}) + "\n"
+    )
+    plan = cli("train", "--task", "fruit_guess", "--data", str(mixed), "--dry-run", *TINY)
+    assert plan.exit_code == 0, plan.output
 
 
 def test_the_core_and_the_local_backend_refuse_a_bad_row_alike(cli: Any, tmp_path: Path) -> None:

@@ -151,6 +151,13 @@ def plan(task: Task[Any], config: Config) -> dict[str, Any]:
         config, has_expert=warmup_task(task, config.local.sft_source) is not None
     )
     device = resolve_device(config)
+    train_rows = f"made by task {task.name} (split train)"
+    if config.train_dataset:  # read and checked as a real run would, before any money is spent
+        from agentrft.backends.local.rows import check_rows_parse, train_prompts
+
+        rows = train_prompts(task, config)
+        check_rows_parse(task, rows, config.train_dataset)
+        train_rows = f"{config.train_dataset} ({len(rows)} row{'' if len(rows) == 1 else 's'})"
     return {
         "task": task.name,
         "model": config.local.model or f"built-in tiny model ({config.local.tiny_model})",
@@ -165,7 +172,7 @@ def plan(task: Task[Any], config: Config) -> dict[str, Any]:
         "sft_warmup_steps": config.local.sft_warmup_steps,
         "run_dir": config.local.run_dir,
         # Where the rows come from (train --data FILE sets train_dataset).
-        "train_rows": config.train_dataset or f"made by task {task.name} (split train)",
+        "train_rows": train_rows,
         "validation_rows": config.validation_dataset
         or f"made by task {task.name} (split {config.eval.split})",
     }

@@ -26,7 +26,7 @@ from agentrft.backend import BackendError
 from agentrft.backends.local.engine import Engine, apply_cpu_preset, make_engine, train_sampling
 from agentrft.backends.local.evals import eval_level, load_eval, run_eval, save_eval
 from agentrft.backends.local.grpo import GRPOLoop
-from agentrft.backends.local.rows import train_prompts, validation_prompts
+from agentrft.backends.local.rows import check_rows_parse, train_prompts, validation_prompts
 from agentrft.backends.local.run import RunDir, Tracker, flatten_config
 from agentrft.backends.local.sft import sft_warmup
 from agentrft.backends.local.trainer import LoRATrainer, make_trainer
@@ -96,6 +96,8 @@ def read_inputs(task: Task[Any], config: Config, *, resume: str | None, console:
     check_task_fits(task, config, has_expert=has_expert)
     limits = episode_limits(task, config)
     train_rows = train_prompts(task, config)
+    if config.train_dataset:
+        check_rows_parse(task, train_rows, config.train_dataset, printer(console))
     try:
         val_prompts = validation_prompts(task, config)
     except TaskInputError as exc:  # training can go on without held-out rows
