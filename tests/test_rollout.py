@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from typing import Any, ClassVar
 
 import pytest
@@ -290,7 +291,7 @@ async def test_a_crashing_reward_gives_the_lowest_reward_visibly() -> None:
     [
         (RewardResult(total=float("nan")), "total = nan"),
         (RewardResult(total=1.0, components={"x": float("inf")}), "components['x'] = inf"),
-        (RewardResult(total=0.0, per_turn=[0.0, float("-inf")]), "per_turn[1] = -inf"),
+        (RewardResult(total=0.0, shaping=float("-inf")), "shaping = -inf"),
         (0.5, "returned float 0.5, not a RewardResult"),
         ("great", "returned str 'great', not a RewardResult"),
     ],
@@ -316,6 +317,39 @@ async def test_a_crashing_reward_names_itself_and_the_row() -> None:
     assert f"reward {broken.__qualname__} on row {traj.instance_id} raised KeyError" in (
         traj.failures[0].detail
     )
+
+
+async def test_a_hung_reward_is_given_up_at_the_episode_timeout() -> None:
+    """A sync reward that blocks runs on a worker thread: the loop stays free, and at
+    limits.timeout_s the episode gets the lowest tier and a reward_error saying why."""
+
+    def sleepy(env: Any, traj: Trajectory) -> RewardResult:
+        time.sleep(3)
+        return RewardResult(total=1.0)
+
+    async def sleepy_async(env: Any, traj: Trajectory) -> RewardResult:
+        await asyncio.sleep(3)
+        return RewardResult(total=1.0)
+
+    for fn in (sleepy, sleepy_async):
+        started = time.perf_counter()
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.05)
+                ticks += 1
+
+        tick = asyncio.create_task(ticker())
+        traj = await play(TASK.expert(), reward_fn=fn, limits=EpisodeLimits(timeout_s=0.5))
+        tick.cancel()
+        assert time.perf_counter() - started < 2.5
+        assert ticks >= 5  # the event loop kept running while the reward hung
+        assert traj.failure_kinds == ["reward_error"]
+        assert "ran past limits.timeout_s (0.5 s)" in traj.failures[0].detail
+        assert fn.__qualname__ in traj.failures[0].detail
+        assert traj.reward is not None and traj.reward.total == LOWEST
 
 
 async def test_reward_fn_replaces_the_task_reward() -> None:

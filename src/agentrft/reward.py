@@ -64,7 +64,8 @@ def checked_reward(result: Any, fn: Any, row: str) -> RewardResult:
         )
     numbers = [("total", result.total), ("shaping", result.shaping)]
     numbers += [(f"components[{k!r}]", v) for k, v in result.components.items()]
-    numbers += [(f"per_turn[{i}]", v) for i, v in enumerate(result.per_turn or [])]
+    # per_turn is left to its consumer: the runtime falls back to the total when per-turn
+    # rewards do not fit (wrong count, not finite), and says so.
     for field_name, value in numbers:
         if not math.isfinite(value):
             raise RewardValueError(

@@ -28,7 +28,7 @@ from agentrft.messages import Message, ToolCall, tool_reply, user
 from agentrft.policy import Completion, Policy, PolicyError, Sampling
 from agentrft.reward import RewardResult, RewardValueError, checked_reward, reward_name
 from agentrft.task import EpisodeLimits, Task, TaskInputError
-from agentrft.tool_threads import ToolThreads
+from agentrft.tool_threads import ToolThreads, shared_tool_threads
 from agentrft.trajectory import FailureKind, Trajectory, Turn
 
 T = TypeVar("T")
@@ -115,29 +115,64 @@ async def run_episode(
         # its thread): there is no consistent state to score.
         traj.reward = task.lowest_reward()
         return traj
-    await score_episode(task, reward_fn, env, traj)
+    await score_episode(
+        task, reward_fn, env, traj, timeout_s=limits.timeout_s, threads=tool_threads
+    )
     return traj
 
 
 async def score_episode(
-    task: Task[Any, Any], reward_fn: RewardFn | None, env: Any, traj: Trajectory
+    task: Task[Any, Any],
+    reward_fn: RewardFn | None,
+    env: Any,
+    traj: Trajectory,
+    *,
+    timeout_s: float | None = None,
+    threads: ToolThreads | None = None,
 ) -> None:
     """Set `traj.reward` from `reward_fn` (or the task's reward). A reward that raises, or
     returns anything but a `RewardResult` of finite numbers, gives the lowest tier and a
     `reward_error` failure naming the reward, the row and the value: one bad episode never
-    stops a run, and the failure shows in every report."""
+    stops a run, and the failure shows in every report.
+
+    With `timeout_s`, the reward gets that long of its own (the episode's `timeout_s`, after
+    the episode): a sync reward runs on a worker thread of `threads` (as sync tools do, so a
+    blocking one holds no event loop), an async one under a timeout; past it, the lowest tier
+    and a `reward_error` saying so (the thread is given up, as a hung tool's is).
+    """
     fn = reward_fn or task.reward
+    row = traj.instance_id or "?"
     try:
-        result = fn(env, traj)
-        if inspect.isawaitable(result):
-            result = await result
-        traj.reward = checked_reward(result, fn, traj.instance_id or "?")
+        if timeout_s is None:
+            result = fn(env, traj)
+            if inspect.isawaitable(result):
+                result = await result
+        else:
+            is_async = inspect.iscoroutinefunction(getattr(fn, "fn", fn))
+            pool = threads if threads is not None else shared_tool_threads()
+            call = fn(env, traj) if is_async else pool.run(fn, env, traj)
+            result = await within(_awaited(call), timeout_s)
+        traj.reward = checked_reward(result, fn, row)
+    except TimeoutError:
+        traj.fail(
+            FailureKind.REWARD_ERROR,
+            f"reward {reward_name(fn)} on row {row} ran past limits.timeout_s ({timeout_s:g} s) "
+            "and was given up",
+        )
+        traj.reward = task.lowest_reward()
     except Exception as exc:  # a reward bug gives the lowest tier, visibly
         detail = str(exc) if isinstance(exc, RewardValueError) else f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, RewardValueError):
-            detail = f"reward {reward_name(fn)} on row {traj.instance_id or '?'} raised {detail}"
+            detail = f"reward {reward_name(fn)} on row {row} raised {detail}"
         traj.fail(FailureKind.REWARD_ERROR, detail)
         traj.reward = task.lowest_reward()
+
+
+async def _awaited(value: Any) -> Any:
+    """`value`, awaited as often as it is awaitable (a sync reward may return a coroutine)."""
+    while inspect.isawaitable(value):
+        value = await value
+    return value
 
 
 async def within(awaitable: Awaitable[T], seconds: float) -> T:
