@@ -579,3 +579,34 @@ def test_no_hyperparameters_set_sends_none_and_the_recipe_decides(tmp_path: Any)
     assert "HyperParameters" not in doc["TrainingConfig"]  # as the SDK: nothing changed
     assert "0 hyperparameters sent" in buf.getvalue()
     assert all(not row.sent for row in result.plan or [])
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["openai-reasoning-gpt-oss-20b", "Qwen/Qwen3-4B", "org/" + "x" * 80, "a.b_c d", "///"],
+)
+def test_default_group_names_fit_the_service_model(model: str) -> None:
+    import re
+
+    import botocore.session
+
+    from agentrft.backends.sagemaker.jobs import service_facts as facts
+    from agentrft.backends.sagemaker.jobs.hub import group_name
+
+    shape = (
+        botocore.session.get_session()
+        .get_service_model("sagemaker")
+        .operation_model("CreateModelPackageGroup")
+        .input_shape.members["ModelPackageGroupName"]
+    )
+    pattern, most = shape.metadata["pattern"], shape.metadata["max"]
+    out, ckpt = (
+        group_name(model, s) for s in (facts.OUTPUT_GROUP_SUFFIX, facts.CHECKPOINT_GROUP_SUFFIX)
+    )
+    for name in (out, ckpt):
+        assert re.fullmatch(pattern, name) and len(name) <= most, name
+    assert out != ckpt
+    if model == "openai-reasoning-gpt-oss-20b":
+        assert out == model + facts.OUTPUT_GROUP_SUFFIX  # the SDK's default, unchanged
+    if model == "Qwen/Qwen3-4B":
+        assert out == "Qwen-Qwen3-4B-mtrl-mpg"

@@ -207,6 +207,19 @@ def test_several_wrong_inputs_are_listed_together() -> None:
     assert len(problems) == 2 and "IAM user" in problems[0] and "no bucket" in problems[1]
 
 
+def test_a_runtime_in_another_account_than_the_role_is_refused() -> None:
+    other = RUNTIME.replace(f":{ACCOUNT}:", ":999999999999:")
+    assert other != RUNTIME
+    cfg = load_config(values={"sagemaker.role_arn": ROLE, "sagemaker.runtime_arn": other})
+    problems = input_problems(cfg, REGION)
+    assert len(problems) == 1
+    assert f"is in account 999999999999, the job role (--role-arn) in {ACCOUNT}" in problems[0]
+    # A Lambda reward function is not an AgentCore runtime: no account rule for it here.
+    lam = f"arn:aws:lambda:{REGION}:999999999999:function:reward"
+    assert input_problems(load_config(values={"sagemaker.role_arn": ROLE,
+                                              "sagemaker.runtime_arn": lam}), REGION) == []  # fmt: skip
+
+
 def test_valid_inputs_pass_and_bucket_rules() -> None:
     cfg = load_config(
         values={

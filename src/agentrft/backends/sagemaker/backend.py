@@ -292,10 +292,12 @@ class SageMakerBackend(Backend):
                     + "\n- ".join(spec_errors)
                 )
             notes.extend(spec_warnings)
-        output_group = self._group(aws, sm.output_model_package_group, sm.base_model + facts.OUTPUT_GROUP_SUFFIX,
+        from agentrft.backends.sagemaker.jobs.hub import group_name
+
+        output_group = self._group(aws, sm.output_model_package_group, group_name(sm.base_model, facts.OUTPUT_GROUP_SUFFIX),
                                    create=not dry_run, offline=not remote, notes=notes)  # fmt: skip
         checkpoint_group = self._group(aws, sm.checkpoint_model_package_group,
-                                       sm.base_model + facts.CHECKPOINT_GROUP_SUFFIX,
+                                       group_name(sm.base_model, facts.CHECKPOINT_GROUP_SUFFIX),
                                        create=not dry_run, offline=not remote, notes=notes)  # fmt: skip
         if output_group == checkpoint_group:
             raise SageMakerError(

@@ -9,6 +9,7 @@ would add ~48 packages and send telemetry requests; see docs/sagemaker.md).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -147,6 +148,20 @@ class GroupResolution:
 
 def group_arn(aws: Aws, name: str) -> str:
     return f"arn:aws:sagemaker:{aws.region}:{aws.account_id()}:model-package-group/{name}"
+
+
+#: ModelPackageGroupName's pattern in the service model: letters, digits and single or
+#: repeated hyphens, starting and ending with a letter or digit, 63 at most.
+_GROUP_NAME_MAX = 63
+
+
+def group_name(model: str, suffix: str) -> str:
+    """The default model package group of `model`: its name with `suffix`, made a valid
+    ModelPackageGroupName (`Qwen/Qwen3-4B` -> `Qwen-Qwen3-4B-mtrl-mpg`; a name too long is
+    cut before the suffix, so the output and checkpoint groups stay apart)."""
+    base = re.sub(r"[^A-Za-z0-9]+", "-", model).strip("-") or "model"
+    base = base[: _GROUP_NAME_MAX - len(suffix)].rstrip("-")
+    return base + suffix
 
 
 def ensure_model_package_group(

@@ -143,6 +143,15 @@ def _arn_region(
         )
 
 
+_ACCOUNT = re.compile(r"^arn:[^:]+:[^:]+:[^:]*:(?P<account>\d{12}):")
+
+
+def _account(arn: str) -> str | None:
+    """The account an ARN names (None when it names none, or is not an ARN)."""
+    m = _ACCOUNT.match(arn)
+    return m["account"] if m else None
+
+
 def role_problem(role_arn: str, partition: str) -> str | None:
     """Why `role_arn` cannot be a job role for a job in `partition`, or None."""
     iam = _IAM_ARN.match(role_arn)
@@ -189,6 +198,15 @@ def input_problems(
         _arn_region(problems, "runtime", "--runtime-arn", sm.runtime_arn, pattern,
                     "an AgentCore runtime ARN (arn:aws:bedrock-agentcore:<region>:<account>:"
                     "runtime/<id>) or a Lambda function ARN", region, partition)  # fmt: skip
+    if sm.runtime_arn and sm.role_arn and ":bedrock-agentcore:" in sm.runtime_arn:
+        runtime_account, role_account = _account(sm.runtime_arn), _account(sm.role_arn)
+        if runtime_account and role_account and runtime_account != role_account:
+            problems.append(
+                f"runtime {_short(sm.runtime_arn)} (--runtime-arn) is in account "
+                f"{runtime_account}, the job role (--role-arn) in {role_account}: the job "
+                "invokes a runtime of its own account only; deploy the runtime in "
+                f"{role_account} (agentrft deploy) or run the job there"
+            )
     if sm.mlflow_resource_arn:
         _arn_region(problems, "MLflow app", "--mlflow-arn", sm.mlflow_resource_arn, _MLFLOW_ARN,
                     "a SageMaker MLflow app ARN (arn:aws:sagemaker:<region>:<account>:"
