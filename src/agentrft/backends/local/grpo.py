@@ -39,6 +39,7 @@ from agentrft.backends.local.health import (
     HealthWatch,
     declares_success,
     format_faults,
+    lowest_total,
     rollout_health,
 )
 from agentrft.backends.local.run import RunDir, Tracker
@@ -211,7 +212,7 @@ class GRPOLoop:
         self.step = 0
         self.health = HealthWatch(
             HealthMonitor(stop_after=config.local.health_stop_after),
-            ExploitWatch(can_solve=declares_success(task)),
+            ExploitWatch(can_solve=declares_success(task), floor=lowest_total(task)),
         )
         #: The latest step's rollouts, for the health view's exploit watch.
         self.rollouts: list[Trajectory] = []

@@ -21,6 +21,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentrft.episode_shape import (
     ONE_TURN,
@@ -308,19 +309,35 @@ def declares_success(task: object) -> bool:
     return tiers is not None and any(t.solved for t in tiers.tiers)
 
 
+def lowest_total(task: Any) -> float | None:
+    """The reward floor `ExploitWatch` reads above: the task's lowest tier's total, for a
+    task with tiers; None for a mixture (its tasks' floors differ) or a task without."""
+    if isinstance(getattr(task, "tasks", None), dict) or getattr(task, "tiers", None) is None:
+        return None
+    try:
+        return float(task.lowest_reward().total)
+    except Exception:  # a plugin's tiers that cannot say: read every rollout
+        return None
+
+
 @dataclass
 class ExploitWatch:
     """Signs that the policy is paid for something other than the task, step by step:
 
     - `reward_without_success`: the mean reward of the latest steps rose well above the
       first steps' while the solve rate did not (only for a task that can be solved: a
-      tier marked solved, or a rollout seen solved);
+      tier marked solved, or a rollout seen solved). With a `floor` (the task's lowest
+      reward: no answer, a broken format) both are read over the rollouts above it, so
+      learning to give an answer at all is not taken for an exploit: a ticket routed to
+      the wrong team instead of none raises the reward without a solve, as it should;
     - `collapsed_shape`: nearly every rollout of the step collapsed into one shape the
       reward paid for (`agentrft.episode_shape`), the run's first step being the
       reference.
     """
 
     can_solve: bool = False
+    #: The task's lowest reward (`Task.lowest_reward`); None reads every rollout.
+    floor: float | None = None
     window: int = TREND_WINDOW
     steps: list[int] = field(default_factory=list)
     rewards: list[float] = field(default_factory=list)
@@ -331,7 +348,15 @@ class ExploitWatch:
     def findings(
         self, step: int, metrics: dict[str, float], rollouts: Sequence[Trajectory]
     ) -> list[Finding]:
-        if "reward_mean" in metrics and "solve_rate" in metrics:
+        if self.floor is not None and rollouts:
+            floor = self.floor
+            above = [t for t in rollouts if t.reward is not None and t.reward.total > floor + 1e-9]
+            totals = [t.reward.total for t in above]  # type: ignore[union-attr]
+            self.steps.append(step)
+            self.rewards.append(statistics.fmean(totals) if totals else floor)
+            self.solve_rates.append(sum(t.solved for t in above) / len(above) if above else 0.0)
+            self.reward_stds.append(statistics.pstdev(totals) if len(totals) > 1 else 0.0)
+        elif "reward_mean" in metrics and "solve_rate" in metrics:
             self.steps.append(step)
             self.rewards.append(metrics["reward_mean"])
             self.solve_rates.append(metrics["solve_rate"])
