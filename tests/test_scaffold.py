@@ -69,6 +69,28 @@ def test_new_task_installs_passes_its_tests_and_is_discovered(tmp_path: Path):
     assert tests.returncode == 0, tests.stdout + tests.stderr
     assert "7 passed" in tests.stdout  # the async one too: asyncio_mode = "auto"
 
+    # A task that hides nothing fails the leak test with the fix named, until it says so.
+    task_py = target / f"src/agentrft_{name}/task.py"
+    original = task_py.read_text()
+    task_py.write_text(original.replace("return [fmt(instance.total_cents)]", "return []"))
+    assert task_py.read_text() != original
+    leak = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "hidden"]
+    edited = tmp_path / "edited"  # the edited source first, the install's metadata after
+    edited.mkdir()
+    (edited / f"agentrft_{name}").symlink_to(target / f"src/agentrft_{name}")
+    for dist in site.iterdir():
+        if dist.name != f"agentrft_{name}":
+            (edited / dist.name).symlink_to(dist)
+    refused = run(leak, target, edited)
+    assert refused.returncode == 1 and "set NOTHING_HIDDEN" in refused.stdout, refused.stdout
+    test_py = target / f"tests/test_{name}.py"
+    test_py.write_text(
+        test_py.read_text().replace("NOTHING_HIDDEN = False", "NOTHING_HIDDEN = True")
+    )
+    allowed = run(leak, target, edited)
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    task_py.write_text(original)
+
     listed = run([*agentrft_cmd(), "tasks"], target, site)
     assert listed.returncode == 0, listed.stderr
     assert name in listed.stdout
