@@ -117,8 +117,20 @@ def test_unknown_task_names_the_broken_plugin_and_suggests(fake_site: Path) -> N
         plugins.task("echo_fak")
     msg = str(exc.value)
     assert "task 'echo_fak' not found" in msg
-    assert "Did you mean 'echo_fake'?" in msg
-    assert "fake_broken" in msg and "numpy>=99" in msg
+    assert "Did you mean 'echo_fake'? Plugins that failed to load: " in msg
+    assert "fake_broken" in msg and "numpy>=99" in msg and "?." not in msg
+
+
+def test_a_task_whose_plugin_failed_to_load_is_named_as_that(fake_site: Path) -> None:
+    """`--task fake_broken` (the plugin carries the name): the load failure is the answer,
+    not a did-you-mean pointing at an unrelated installed task."""
+    plugins = load_plugins()
+    with pytest.raises(PluginError) as exc:
+        plugins.task("fake_broken")
+    msg = str(exc.value)
+    assert msg.startswith("task 'fake_broken' not found: plugin 'fake_broken'")
+    assert "numpy>=99" in msg and "Did you mean" not in msg and "?." not in msg
+    assert "(installed tasks: " in msg and "echo_fake" in msg
 
 
 def test_extra_plugins_without_entry_points(tiny_plugins) -> None:

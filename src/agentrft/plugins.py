@@ -320,13 +320,30 @@ def _shown(obj: Any) -> str:
 def _unknown(kind: str, name: str, installed: list[str], broken: list[BrokenPlugin]) -> str:
     # A name is an identifier; a 5,000-character one (a mistyped config) is not echoed whole.
     shown = repr(name) if len(name) <= 80 else f"{name[:60]!r}... ({len(name):,} characters)"
-    msg = f"{kind} {shown} not found; installed: {', '.join(installed) or 'none'}"
+    listed = ", ".join(installed) or "none"
+    # A plugin that failed to load and carries the name is the likely cause: say that, not
+    # a did-you-mean pointing at an unrelated installed name.
+    key = _norm(name[:200])
+    likely = [
+        b for b in broken if key and key in _norm(f"{b.distribution} {b.entry_point} {b.value}")
+    ]
+    if likely:
+        return (
+            f"{kind} {shown} not found: "
+            + " ".join(b.explain() for b in likely)
+            + f" (installed {kind}s: {listed})"
+        )
+    msg = f"{kind} {shown} not found; installed: {listed}"
     close = difflib.get_close_matches(name[:200], installed, n=1)
     if close:
         msg += f". Did you mean {close[0]!r}?"
     if broken:
-        msg += ". Plugins that failed to load: " + "; ".join(b.explain() for b in broken)
+        msg += " Plugins that failed to load: " + "; ".join(b.explain() for b in broken)
     return msg
+
+
+def _norm(text: str) -> str:
+    return "".join(c for c in text.lower() if c.isalnum())
 
 
 def load_plugins(extra: list[Any] | None = None, entry_points: bool = True) -> Plugins:

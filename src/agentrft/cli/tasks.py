@@ -24,8 +24,10 @@ def tasks(
         plugins.task(name)  # raises PluginError with the installed names and a suggestion
     sources = plugins.task_sources()
 
+    longest = max((len(n) for n in classes), default=4)
     table = Table(title="tasks")
-    table.add_column("name", style="bold")
+    # Names whole (a user copies them into --task); the description wraps instead.
+    table.add_column("name", style="bold", no_wrap=True, min_width=max(4, longest))
     table.add_column("description")
     table.add_column("distribution", style="dim", no_wrap=True)
     table.add_column("tiers", style="dim")
