@@ -170,3 +170,30 @@ def test_play_with_a_trained_adapter(cli: Any, tmp_path: Path, tiny_156k: str) -
     stray = cli("play", "--task", "fruit_guess", "--adapter", str(adapter))
     assert stray.exit_code == 1
     assert "--adapter is an option of the local backend, which was not chosen" in stray.output
+
+
+def test_the_cpu_preset_says_when_it_shortens_a_tasks_episodes(tmp_path: Path) -> None:
+    """The tiny model's preset plays at most 6 turns; a task that asks for 8 hears it in the
+    run's first lines, and a limit the user set is never touched."""
+    from rich.console import Console
+
+    from agentrft import EpisodeLimits
+    from agentrft.backends.local.training import read_inputs
+
+    from .conftest import tiny_config
+
+    class LongFruit(FruitGuess):
+        name = "long_fruit"
+        limits = EpisodeLimits(max_turns=8, max_tool_calls=10)
+
+    out = Console(record=True, width=200)
+    inputs = read_inputs(LongFruit(), tiny_config(tmp_path), resume=None, console=out)
+    assert inputs.config.limits.max_turns == 6
+    said = out.export_text()
+    assert "CPU preset: limits.max_turns 8 → 6 (task long_fruit's own is 8; " in said
+    assert "--set limits.max_turns=8 keeps it" in said
+
+    out = Console(record=True, width=200)
+    mine = tiny_config(tmp_path, **{"limits.max_turns": 7})
+    assert read_inputs(LongFruit(), mine, resume=None, console=out).config.limits.max_turns == 7
+    assert "CPU preset" not in out.export_text()

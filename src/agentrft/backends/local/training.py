@@ -92,7 +92,9 @@ def read_inputs(task: Task[Any], config: Config, *, resume: str | None, console:
         if checkpoint is None:
             raise FileNotFoundError(f"{run.path} has no checkpoint to resume from")
     else:
+        given = config
         config = apply_cpu_preset(config, has_expert=has_expert)
+        _say_lowered_limits(task, given, config, printer(console))
     check_task_fits(task, config, has_expert=has_expert)
     limits = episode_limits(task, config)
     train_rows = train_prompts(task, config)
@@ -105,6 +107,23 @@ def read_inputs(task: Task[Any], config: Config, *, resume: str | None, console:
         say(f"no validation rows, so no before/after evaluation: {exc}", highlight=False)
         val_prompts = []
     return RunInputs(config, limits, train_rows, val_prompts, run, checkpoint)
+
+
+def _say_lowered_limits(task: Task[Any], given: Config, config: Config, say: Any) -> None:
+    """One line per episode limit of the task's own that the CPU preset lowered (the tiny
+    model's `max_turns` 6), so a run never plays shorter episodes than the task asks for
+    without saying so first."""
+    own = task.limits.model_dump()
+    for key, value in config.limits.model_dump().items():
+        if value is None or key in given.limits.model_fields_set:
+            continue
+        theirs = own.get(key)
+        if isinstance(theirs, (int, float)) and value < theirs:
+            say(
+                f"CPU preset: limits.{key} {theirs} → {value} (task {task.name}'s own is "
+                f"{theirs}; --set limits.{key}={theirs} keeps it)",
+                highlight=False,
+            )
 
 
 def resumed_config(run: RunDir, given: Config) -> Config:
