@@ -131,6 +131,21 @@ class Task(ABC, Generic[InstanceT, EnvT]):
         of tasks gives each row its own task's limits)."""
         return limits
 
+    def batch_key(self, instance: InstanceT) -> str | None:
+        """The class of `instance` that training batches should hold in equal shares, if
+        any: for a decision task, the right decision (`ticket_triage`: the team).
+
+        GRPO's groups each compare rollouts of one row; a step whose rows mostly need one
+        answer rewards *saying that answer* on every group, and the next step's rows pull
+        the policy elsewhere: the policy drifts between answers instead of learning to read
+        the row. The local backend (`local.balanced_batches`) orders each epoch so that
+        consecutive rows cycle through the keys, so every step of `global_batch_size` rows
+        (a multiple of the number of keys) holds each key equally often; what is left to
+        learn is which row needs which answer. The key only orders training rows on the
+        trainer's side: the policy never sees it. None (the default): plain shuffles.
+        """
+        return None
+
     def hidden_values(self, instance: InstanceT) -> list[str]:
         """Strings the policy must not see before the episode ends (for leak tests)."""
         return []

@@ -167,6 +167,11 @@ class TicketTriageTask(Task[Ticket, TriageEnv]):
         pick = zlib.crc32(instance.id.encode()) % len(USER_PROMPTS)
         return USER_PROMPTS[pick].format(t=instance.ticket_id)
 
+    def batch_key(self, instance: Ticket) -> str:
+        # Each GRPO step holds one ticket per team (at 4 prompts a step): a step of mostly
+        # delivery tickets would pay for answering "delivery" whatever the ticket says.
+        return instance.queue
+
     def hidden_values(self, instance: Ticket) -> list[str]:
         # The team names are public (the system prompt lists them); what must not leak is
         # the row's label, in any serialisation.

@@ -62,11 +62,17 @@ StepCallback = Callable[[int, dict[str, float]], None]
 
 @dataclass
 class DataCursor:
-    """Position in the stream of training prompts: epoch-wise seeded shuffles, in order."""
+    """Position in the stream of training prompts: epoch-wise seeded shuffles, in order.
+
+    With `keys` (one per prompt, `Task.batch_key`), each epoch's order interleaves the keys:
+    every key's rows are shuffled, then taken one per key in turn (the keys' order drawn
+    afresh each round), so any run of consecutive rows holds each key about equally often.
+    """
 
     size: int
     seed: int
     position: int = 0
+    keys: list[str] | None = None
 
     def take(self, n: int) -> list[int]:
         out: list[int] = []
@@ -82,12 +88,40 @@ class DataCursor:
 
     def _order(self, epoch: int) -> list[int]:
         order = list(range(self.size))
-        random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
-        return order
+        rng = random.Random(self.seed * 1_000_003 + epoch)
+        rng.shuffle(order)
+        if not self.keys or len(set(self.keys)) < 2:
+            return order
+        by_key: dict[str, list[int]] = {}
+        for i in order:  # already shuffled: each key's rows in a random order
+            by_key.setdefault(self.keys[i], []).append(i)
+        queues = [by_key[k] for k in sorted(by_key)]
+        out: list[int] = []
+        while any(queues):
+            rng.shuffle(queues)
+            for q in queues:
+                if q:
+                    out.append(q.pop())
+        return out
 
     @property
     def epoch(self) -> int:
         return self.position // self.size
+
+
+def batch_keys(task: Task[Any], prompts: list[str]) -> list[str] | None:
+    """`task.batch_key` of every prompt, or None when the task declares none (or a row does
+    not parse: such a row plays as a bad input, and the batches are left unbalanced)."""
+    keys: list[str] = []
+    for prompt in prompts:
+        try:
+            key = task.batch_key(task.parse(prompt))
+        except Exception:
+            return None
+        if key is None:
+            return None
+        keys.append(str(key))
+    return keys
 
 
 def trainer_speed(
@@ -206,7 +240,11 @@ class GRPOLoop:
         self.on_step = on_step
         self.hooks = hooks
         self.validate = validate
-        self.cursor = DataCursor(len(self.prompts), config.seed)
+        self.cursor = DataCursor(
+            len(self.prompts),
+            config.seed,
+            keys=batch_keys(task, self.prompts) if config.local.balanced_batches else None,
+        )
         self.policy = TokenPolicy(engine.sampler, engine.chat, seed=config.seed)
         self.version: int | None = None
         self.step = 0

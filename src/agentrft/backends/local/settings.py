@@ -172,6 +172,13 @@ class LocalConfig(Section):
         description="SFT steps on the task's scripted expert games before RL, so RL starts "
         "from a policy that can sometimes succeed (0: none; the CPU preset uses 40).",
     )
+    balanced_batches: bool = Field(
+        True,
+        description="Order each epoch's training rows so that every step holds each of the "
+        "task's batch keys (Task.batch_key: for a decision task, the right decision) equally "
+        "often, so GRPO learns which row needs which answer instead of drifting between "
+        "answers; no effect for a task without batch keys.",
+    )
     sft_source: Literal["auto", "expert", "withheld"] = Field(
         "auto",
         description="Whose games the SFT warm-up trains on. expert: the task's scripted "
