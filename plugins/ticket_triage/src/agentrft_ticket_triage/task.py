@@ -342,13 +342,16 @@ def keyword_triager() -> Policy:
 
 def guessing_triager(seed: int = 0) -> Policy:
     """Reads the ticket, then routes it to a team drawn at random: right 1 time in 4, never by
-    reading (the expert of the withheld task, whose tickets show no text)."""
-    rng = random.Random(seed)
+    reading (the expert of the withheld task, whose tickets show no text). The draw is seeded
+    by `seed` and the ticket id, not taken from one shared stream: episodes played
+    concurrently reach their routing turn in an order that varies run to run, and the
+    warm-up's games must not."""
 
     def play(messages: list[Message], tools: list[dict[str, Any]]) -> Any:
         tid = _ticket_id(messages)
         if _last_read(messages) is None:
             return call("read_ticket", {"ticket_id": tid})
-        return call("route_ticket", {"ticket_id": tid, "queue": rng.choice(list(QUEUES))})
+        queue = random.Random(f"{seed}:{tid}").choice(list(QUEUES))
+        return call("route_ticket", {"ticket_id": tid, "queue": queue})
 
     return ScriptedPolicy(play, name="ticket_triage_guessing_expert")
