@@ -101,3 +101,27 @@ def test_play_with_a_failing_reward_exits_1(reward: str, bad_rewards: Any) -> No
     assert result.exit_code == 1, result.output
     assert "+nan" not in result.output
     assert "error: the reward failed, so the episode scored the lowest tier" in result.output
+
+
+# -- rows that are no task instance, and flags that a rows file makes meaningless ----------
+
+
+def test_play_on_a_row_that_is_no_instance_exits_1(bad_rewards: Any, tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"prompt": "not a find_number row"}) + "\n")
+    result = invoke("play", "--task", "find_number", "--policy", "expert", "--data", str(rows))
+    assert result.exit_code == 1, result.output
+    assert "error: row 0 is not a find_number instance" in result.output
+
+
+def test_eval_refuses_split_or_seed_with_a_rows_file(bad_rewards: Any, tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"prompt": json.dumps({"secret": 3, "low": 1, "high": 9})}) + "\n")
+    for flag, value in (("--split", "test"), ("--seed", "4")):
+        result = invoke(
+            "eval", "--task", "find_number", "--policy", "expert", "--data", str(rows), flag, value
+        )
+        assert result.exit_code == 1, result.output
+        assert f"error: {flag} picks rows the task makes, but --data {rows} gives the rows" in (
+            result.output.replace("\n", "")
+        )

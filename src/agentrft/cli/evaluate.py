@@ -127,6 +127,12 @@ def eval_(
             "pass exactly one of --policy SPEC (evaluate a served model, a litellm model or the "
             "task's expert here) or --backend NAME (evaluate through a backend)"
         )
+    if data is not None and (split is not None or seed is not None):
+        flag = "--split" if split is not None else "--seed"
+        raise CliError(
+            f"{flag} picks rows the task makes, but --data {data} gives the rows: drop {flag}, "
+            "or drop --data to evaluate the task's own split"
+        )
     values: dict[str, Any] = {
         "task": task,
         "reward": reward,

@@ -131,6 +131,9 @@ def play(
     if save is not None:
         append_trajectories([trajectory], save)
         console().print(f"appended to {save}")
+    bad = [f for f in trajectory.failures if f.kind == "bad_input"]
+    if bad:  # nothing was played: say so, and exit non-zero
+        raise CliError(f"row {row} is not a {the_task.name} instance: {bad[0].detail}")
     failed = [f for f in trajectory.failures if f.kind == "reward_error"]
     if failed:  # the total shown is the lowest tier, not a score: exit non-zero
         raise CliError(
