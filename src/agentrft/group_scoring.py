@@ -31,6 +31,7 @@ from agentrft.policy import Policy
 from agentrft.redact import scrub_text
 from agentrft.reward import RewardResult
 from agentrft.rollout import (
+    INLINE_REWARD,
     EpisodeCallback,
     RewardFn,
     run_episode,
@@ -118,6 +119,8 @@ async def run_grouped_episodes(
         def hold(env: Any, trajectory: Trajectory) -> RewardResult:
             held[i] = env  # scored with its group below; this placeholder never survives
             return RewardResult(total=0.0)
+
+        setattr(hold, INLINE_REWARD, True)
 
         async with sem:
             results[i] = await run_episode(

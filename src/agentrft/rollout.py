@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextvars import ContextVar
 from typing import Any, Literal, TypeVar
 
+from agentrft import loop_watch
 from agentrft.messages import Message, ToolCall, tool_reply, user
 from agentrft.policy import Completion, Policy, PolicyError, Sampling
 from agentrft.reward import RewardResult, RewardValueError, checked_reward, reward_name
@@ -143,15 +144,22 @@ async def score_episode(
     fn = reward_fn or task.reward
     row = traj.instance_id or "?"
     try:
-        if timeout_s is None:
+        if timeout_s is None or getattr(fn, INLINE_REWARD, False):
             result = fn(env, traj)
             if inspect.isawaitable(result):
                 result = await result
         else:
             is_async = inspect.iscoroutinefunction(getattr(fn, "fn", fn))
             pool = threads if threads is not None else shared_tool_threads()
-            call = fn(env, traj) if is_async else pool.run(fn, env, traj)
-            result = await within(_awaited(call), timeout_s)
+            with loop_watch.watch_loop().running(f"reward {reward_name(fn)}", traj.id) as running:
+                call = fn(env, traj) if is_async else pool.run(fn, env, traj)
+                result = await within(_awaited(call), timeout_s)
+            if running.blocked_s >= loop_watch.BLOCK_LIMIT_S:
+                raise RewardValueError(
+                    f"reward {reward_name(fn)} on row {row} blocked the event loop for at "
+                    f"least {running.blocked_s:.1f}s: an async def reward must await its I/O "
+                    "(or be a plain def: it then runs on a worker thread)"
+                )
         traj.reward = checked_reward(result, fn, row)
     except TimeoutError:
         traj.fail(
@@ -166,6 +174,11 @@ async def score_episode(
             detail = f"reward {reward_name(fn)} on row {row} raised {detail}"
         traj.fail(FailureKind.REWARD_ERROR, detail)
         traj.reward = task.lowest_reward()
+
+
+#: Set on a reward that only records what it is given and returns at once (group scoring's
+#: placeholder): it runs inline, not on a worker thread, so it adds no scheduling point.
+INLINE_REWARD = "__agentrft_inline_reward__"
 
 
 async def _awaited(value: Any) -> Any:
@@ -348,9 +361,10 @@ async def _run_calls(
         try:
             # The wall-clock budget covers tools too: a tool that hangs (async, or sync on
             # its thread) must not hold the episode (and the job) forever.
-            result = await within(
-                env.call_tool(call, threads=tool_threads), deadline - time.perf_counter()
-            )
+            with loop_watch.watch_loop().running(f"tool {call.name!r}", traj.id) as running:
+                result = await within(
+                    env.call_tool(call, threads=tool_threads), deadline - time.perf_counter()
+                )
         except (asyncio.TimeoutError, TimeoutError):
             traj.fail(
                 FailureKind.WALL_CLOCK,
@@ -358,6 +372,17 @@ async def _run_calls(
                 turn_index,
             )
             traj.stop_reason = FailureKind.WALL_CLOCK
+            return "cut_off"
+        if running.blocked_s >= loop_watch.BLOCK_LIMIT_S:
+            # No deadline could fire while it held the loop: end the episode here.
+            traj.fail(
+                FailureKind.BLOCKED_LOOP,
+                f"async tool {call.name!r} blocked the event loop for at least "
+                f"{running.blocked_s:.1f}s (every episode on it waited): await its I/O, or "
+                "make it a plain def so it runs on a worker thread",
+                turn_index,
+            )
+            traj.stop_reason = FailureKind.BLOCKED_LOOP
             return "cut_off"
         if result.failure:
             traj.fail(result.failure, result.content[:200], turn_index)

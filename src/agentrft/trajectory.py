@@ -37,6 +37,8 @@ class FailureKind:
     MAX_TURNS = "max_turns"
     MAX_TOOL_CALLS = "max_tool_calls"
     WALL_CLOCK = "wall_clock"
+    # An async def tool held the event loop (every episode on it) past loop_watch's limit.
+    BLOCKED_LOOP = "blocked_loop"
     REWARD_ERROR = "reward_error"  # the task's reward raised; the lowest tier was given
     USER_TURN_ERROR = "user_turn_error"  # Environment.opening / on_text_reply raised
 
