@@ -125,3 +125,33 @@ def test_eval_refuses_split_or_seed_with_a_rows_file(bad_rewards: Any, tmp_path:
         assert f"error: {flag} picks rows the task makes, but --data {rows} gives the rows" in (
             result.output.replace("\n", "")
         )
+
+
+# -- usage errors through the console script: one line, like every other bad input -------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "line", "code"),
+    [
+        (["play", "--task", "wordle", "--max-turns", "0"],
+         "error: Invalid value for '--max-turns': Input should be greater than or equal to 1 "
+         "(see: agentrft play --help)", 2),
+        (["play", "--task", "wordle", "--bogus"],
+         "error: No such option: --bogus (see: agentrft play --help)", 2),
+        (["eval", "--task", "wordle", "--policy", "expert", "--max-turns", "0"],
+         "error: config: limits.max_turns: Input should be greater than or equal to 1 (got 0)", 1),
+    ],
+)  # fmt: skip
+def test_usage_errors_are_one_line_from_the_console_script(
+    argv: list[str], line: str, code: int
+) -> None:
+    import subprocess
+    import sys
+
+    pytest.importorskip("agentrft_wordle")
+    cmd = [sys.executable, "-c", "from agentrft.cli import main; main()", *argv]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={
+        **__import__("os").environ, "COLUMNS": "200"})  # fmt: skip
+    assert out.returncode == code, out.stderr
+    assert out.stderr.strip().splitlines() == [line], out.stderr
+    assert "╭" not in out.stderr and "Traceback" not in out.stderr

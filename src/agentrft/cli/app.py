@@ -157,5 +157,33 @@ app = create_app(plugins=False)
 
 
 def main() -> None:
-    """Console-script entry point: the core app plus `new-task` and plugin commands."""
-    create_app(plugins=True)()
+    """Console-script entry point: the core app plus `new-task` and plugin commands.
+
+    A usage error (an unknown option, a value out of range) prints one line, `error: ...`
+    with the command's `--help`, and exits 2: the same shape as every other bad input,
+    rather than click's boxed panel."""
+    import sys
+
+    from rich.console import Console
+
+    app = create_app(plugins=True)
+    try:
+        code = app(standalone_mode=False, prog_name="agentrft")
+    except Exception as exc:
+        click_error = next((c for c in type(exc).__mro__ if c.__name__ == "ClickException"), None)
+        if click_error is None:
+            raise
+        if not exc.format_message():  # type: ignore[attr-defined]
+            sys.exit(getattr(exc, "exit_code", 2))  # no arguments: the help was the answer
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            f"error: {exc.format_message()}{hint}",
+            markup=False,  # type: ignore[attr-defined]
+        )
+        sys.exit(getattr(exc, "exit_code", 2))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    if type(code).__name__ == "Abort":  # pragma: no cover - click returns no Abort value
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
