@@ -197,3 +197,23 @@ def test_the_cpu_preset_says_when_it_shortens_a_tasks_episodes(tmp_path: Path) -
     mine = tiny_config(tmp_path, **{"limits.max_turns": 7})
     assert read_inputs(LongFruit(), mine, resume=None, console=out).config.limits.max_turns == 7
     assert "CPU preset" not in out.export_text()
+
+
+@pytest.mark.parametrize(
+    ("model", "said"),
+    [
+        ("./no/such/model", "local.model './no/such/model' does not exist on this machine"),
+        ("pkg:agentrft_no_such_pkg", "no installed package 'agentrft_no_such_pkg'"),
+    ],
+)
+def test_train_and_its_dry_run_refuse_a_model_path_that_is_not_there(
+    cli: Any, tmp_path: Path, model: str, said: str
+) -> None:
+    runs = tmp_path / "runs"
+    for extra in (["--dry-run"], []):
+        result = cli("train", "--task", "fruit_guess", "--model", model, *TINY,
+                     "--set", f"local.run_dir={runs}", *extra)  # fmt: skip
+        assert result.exit_code == 1, result.output
+        errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and said in errors[0] and "This is a bug" not in errors[0]
+    assert not runs.exists()

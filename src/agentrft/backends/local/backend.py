@@ -146,6 +146,10 @@ def plan(task: Task[Any], config: Config) -> dict[str, Any]:
         uses_tiny_model,
     )
 
+    if config.local.model:
+        from agentrft.backends.local.gguf_model import check_model_spec
+
+        check_model_spec(config.local.model)
     tiny = uses_tiny_model(config)
     config = apply_cpu_preset(
         config, has_expert=warmup_task(task, config.local.sft_source) is not None

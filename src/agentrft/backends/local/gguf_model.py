@@ -93,6 +93,25 @@ def resolve_local_model(spec: str) -> str | None:
     return str(path)
 
 
+def check_model_spec(spec: str) -> None:
+    """Refuse a `local.model` that names a local path (`/`, `./`, `../`, `~`, a `.gguf`, a
+    `pkg:` spec) which is not there, before a run or a dry run goes further: it would
+    otherwise be taken for a hub id and fail late, offline, with a download error."""
+    from agentrft.backend import BackendError
+
+    local = spec.startswith(("/", "./", "../", "~", PACKAGE_PREFIX)) or spec.endswith(".gguf")
+    try:
+        found = resolve_local_model(spec) if local else spec
+    except ValueError as exc:  # a pkg: spec naming no package, a file that is no .gguf
+        raise BackendError(str(exc)) from None
+    if found is None:
+        raise BackendError(
+            f"local.model {spec!r} does not exist on this machine: give an existing model "
+            "directory or .gguf file, a pkg:MODULE spec of an installed package, or a hub id "
+            "(org/name)"
+        )
+
+
 def from_pretrained_args(path: str) -> tuple[str, dict[str, Any]]:
     """`(source, kwargs)` for transformers' `from_pretrained`: a GGUF file loads from its
     directory with `gguf_file=`; anything else as it is."""

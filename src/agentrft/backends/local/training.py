@@ -25,6 +25,7 @@ from agentrft import backend as core
 from agentrft.backend import BackendError
 from agentrft.backends.local.engine import Engine, apply_cpu_preset, make_engine, train_sampling
 from agentrft.backends.local.evals import eval_level, load_eval, run_eval, save_eval
+from agentrft.backends.local.gguf_model import check_model_spec
 from agentrft.backends.local.grpo import GRPOLoop
 from agentrft.backends.local.rows import check_rows_parse, train_prompts, validation_prompts
 from agentrft.backends.local.run import RunDir, Tracker, flatten_config
@@ -83,6 +84,8 @@ def read_inputs(task: Task[Any], config: Config, *, resume: str | None, console:
     loaded: the config (on resume the run's own), the expert an SFT warm-up plays, the
     curriculum levels, and the rows (train rows must exist; validation rows may not)."""
     has_expert = warmup_task(task, config.local.sft_source) is not None
+    if config.local.model:
+        check_model_spec(config.local.model)
     run: RunDir | None = None
     checkpoint: Path | None = None
     if resume:
