@@ -173,17 +173,16 @@ def main() -> None:
         click_error = next((c for c in type(exc).__mro__ if c.__name__ == "ClickException"), None)
         if click_error is None:
             raise
-        if not exc.format_message():  # type: ignore[attr-defined]
+        fmt = getattr(exc, "format_message", None)
+        message = str(fmt()) if callable(fmt) else str(exc)
+        if not message:
             sys.exit(getattr(exc, "exit_code", 2))  # no arguments: the help was the answer
         ctx = getattr(exc, "ctx", None)
         hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
         Console(stderr=True, highlight=False, soft_wrap=True).print(
-            f"error: {exc.format_message()}{hint}",
-            markup=False,  # type: ignore[attr-defined]
+            f"error: {message}{hint}", markup=False
         )
         sys.exit(getattr(exc, "exit_code", 2))
     except KeyboardInterrupt:
         sys.exit(130)
-    if type(code).__name__ == "Abort":  # pragma: no cover - click returns no Abort value
-        sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
