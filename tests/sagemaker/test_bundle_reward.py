@@ -17,24 +17,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from agentrft.backends.sagemaker.cli import runtime as runtime_cli
+from .test_deploy import cli as deploy_cli
 
 pytest.importorskip("agentrft_expense_report")
 pytest.importorskip("agentrft_reward_example")
-
-
-def deploy_cli() -> typer.Typer:
-    app = typer.Typer()
-
-    @app.callback()
-    def _root() -> None:
-        """agentrft (test)."""
-
-    runtime_cli.register(app)
-    return app
 
 
 def build(workdir: Path, *extra: str) -> Path:
