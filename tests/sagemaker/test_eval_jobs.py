@@ -164,9 +164,10 @@ def test_runs_one_job_at_a_time_and_tabulates_pass_at_k(tmp_path: Any) -> None:
     assert [o.status for o in outcomes] == ["Completed", "Completed"]
     docs = [json.loads(c["JobConfigDocument"]) for c in created]
     base, trained = docs
-    # Only what the config set (eval.samples_per_row, pass_k_values) and the run's temperature.
+    # What the config set (eval.samples_per_row, pass_k_values), the run's temperature and
+    # the success threshold AWS's SDK always sends.
     assert set(base["EvaluationConfig"]["HyperParameters"]) == {
-        "eval_group_size", "pass_k_values", "temperature"
+        "eval_group_size", "pass_k_values", "temperature", "success_threshold"
     }  # fmt: skip
     assert base["EvaluationConfig"]["HyperParameters"]["temperature"] == "1.0"
     assert trained["EvaluationConfig"]["HyperParameters"]["temperature"] == "0.7"

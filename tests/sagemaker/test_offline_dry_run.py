@@ -328,8 +328,10 @@ def test_eval_runs_take_several_values_and_the_report_is_written(
         ("base", 1.0, "dry run"),
         ("trained", 1.0, "dry run"),
     ]
-    # Only the run's temperature: nothing else was set.
-    assert [r["hyperparameters"] for r in runs] == [{"temperature": "1.0"}] * 2
+    # Nothing was set: the run's temperature and the three keys AWS's SDK (sagemaker-train
+    # 1.27's evaluator) always sends, with its values.
+    sdk = {"eval_group_size": "1", "pass_k_values": "[1]", "success_threshold": "1.0"}
+    assert [r["hyperparameters"] for r in runs] == [{"temperature": "1.0", **sdk}] * 2
     assert SECRET not in report.read_text()
 
 
@@ -362,3 +364,20 @@ def test_the_block_is_real_lookups_would_reach_aws(cli: Any, blocked: list[Any])
     assert result.exit_code == 1, result.output
     assert any("sagemaker" in str(a) and "amazonaws.com" in str(a) for a in blocked), blocked
     assert SECRET not in result.output
+
+
+def test_an_unpinned_base_model_says_what_the_real_request_carries(
+    cli: Any, blocked: list[Any]
+) -> None:
+    """Offline, the version is not known: the printed ARN ends in a placeholder, and the
+    plan says that the submitted request carries the version looked up at submit time."""
+    args = LAUNCH_TRAIN[: LAUNCH_TRAIN.index("sagemaker.base_model_version=1.2.0") - 1]
+    result = run(cli, *args, "--dry-run")
+    assert result.exit_code == 0, result.output
+    arn = json.loads(printed_request(result.output)["JobConfigDocument"])["TrainingConfig"][
+        "BaseModelArn"
+    ]
+    assert arn.endswith("/<latest: set sagemaker.base_model_version>")
+    assert "the request a real run submits carries the hub's latest version" in result.output
+    pinned = run(cli, *LAUNCH_TRAIN, "--dry-run")
+    assert "latest version" not in pinned.output and "1.2.0" in pinned.output

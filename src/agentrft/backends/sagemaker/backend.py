@@ -26,6 +26,7 @@ from agentrft.backends.sagemaker.cli.options import CLI_OPTIONS, sagemaker_cli_v
 from agentrft.backends.sagemaker.jobs import recipe
 from agentrft.backends.sagemaker.jobs import service_facts as facts
 from agentrft.backends.sagemaker.jobs.aws import Aws, SageMakerError, make_aws, parse_arn
+from agentrft.backends.sagemaker.jobs.eula import Eula, check_eula
 from agentrft.backends.sagemaker.jobs.job_document import (
     JobView,
     TrainingSpec,
@@ -142,17 +143,25 @@ class SageMakerBackend(Backend):
 
     def _base_model(
         self, aws: Aws, config: Config, offline: bool, notes: list[str]
-    ) -> tuple[str, dict[str, Any] | None]:
+    ) -> tuple[str, dict[str, Any] | None, Eula]:
+        """The base model's ARN, its recipe's specs (looked up only) and its license."""
         from agentrft.backends.sagemaker.jobs.hub import resolve_base_model
 
         sm = config.sagemaker
         if offline:
             version = sm.base_model_version or "<latest: set sagemaker.base_model_version>"
-            notes.append("offline: the base model ARN was built, not looked up")
-            return base_model_arn_from_parts(aws.region, sm.base_model, version), None
+            notes.append(
+                "offline: the base model ARN was built, not looked up"
+                if sm.base_model_version
+                else "offline: BaseModelArn below ends in <latest: ...>; the request a real "
+                "run submits carries the hub's latest version of "
+                f"{sm.base_model}, looked up then (set sagemaker.base_model_version to pin it)"
+            )
+            eula = Eula(sm.base_model, None, looked_up=False)
+            return base_model_arn_from_parts(aws.region, sm.base_model, version), None, eula
         model = resolve_base_model(aws, sm.base_model, sm.base_model_version)
         notes.extend(model.notes)
-        return model.arn, model.specs
+        return model.arn, model.specs, Eula(sm.base_model, model.eula_url, looked_up=True)
 
     def _group(
         self,
@@ -281,7 +290,9 @@ class SageMakerBackend(Backend):
         self._model = sm.base_model
         if not dry_run and not skip_preflight and sm.preflight:
             self._preflight(config, task, aws, "train", out)
-        base_arn, specs = self._base_model(aws, config, not remote, notes)
+        base_arn, specs, eula = self._base_model(aws, config, not remote, notes)
+        for line in check_eula(eula, accept=sm.accept_eula, dry_run=dry_run):
+            out.print(line, highlight=False)
         if specs:
             from agentrft.backends.sagemaker.jobs.hub import check_against_specs
 
@@ -438,13 +449,11 @@ class SageMakerBackend(Backend):
         notes: list[str] = []
         if note := recipe.region_note(sm.base_model, region):
             notes.append(note)
-        base_arn, _ = self._base_model(aws, config, not remote, notes)
+        base_arn, _, eula = self._base_model(aws, config, not remote, notes)
+        for line in check_eula(eula, accept=sm.accept_eula, dry_run=dry_run):
+            out.print(line, highlight=False)
         for note in notes:
             out.print(f"[dim]{note}[/]")
-        group_set = (
-            "eval_group_size" in sm.model_fields_set
-            or "samples_per_row" in config.eval.model_fields_set
-        )
         send_all = sm.send_hyperparameters == "all"
         plan = EvaluationPlan(
             role_arn=sm.role_arn or "",
@@ -452,9 +461,7 @@ class SageMakerBackend(Backend):
             dataset_uri=dataset,
             output_path=sm.output_s3_path or "",
             base_model_arn=base_arn,
-            group_size=(sm.eval_group_size or config.eval.samples_per_row)
-            if group_set or send_all
-            else None,
+            group_size=sm.eval_group_size or config.eval.samples_per_row,
             task_name=task.name,
             model_package_arn=model_package_arn,
             mlflow_arn=sm.mlflow_resource_arn,

@@ -68,6 +68,13 @@ class SageMakerConfig(Section):
     base_model_version: str | None = Field(
         None, description="Hub content version (default: latest)."
     )
+    accept_eula: bool = Field(
+        False,
+        description="Accept the base model's end-user license, which every job accepts on "
+        "your behalf (AcceptEula: true); the plan names it. Needed once per model and "
+        "license (--accept-eula does the same); remembered in "
+        "$XDG_CONFIG_HOME/agentrft/accepted-eulas.json.",
+    )
     job_name: str | None = Field(None, description="Default: generated from the task and time.")
     output_model_package_group: str | None = Field(
         None,

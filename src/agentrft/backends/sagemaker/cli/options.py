@@ -72,6 +72,16 @@ CLI_OPTIONS = (
         value=False,
     ),
     CliOption(
+        "accept_eula",
+        ("--accept-eula",),
+        "Accept the base model's end-user license, which every job accepts on your behalf "
+        "(AcceptEula: true; the plan names it); needed once per model (sagemaker.accept_eula).",
+        type=bool,
+        default=False,
+        key="sagemaker.accept_eula",
+        value=True,
+    ),
+    CliOption(
         "lookups",
         ("--lookups",),
         "With --dry-run: also make the read-only AWS lookups a submission makes (hub model, "

@@ -4,8 +4,9 @@ The default quota allows one evaluation job at a time per account, so runs (a te
 sweep, base against trained) are queued: each is submitted after the previous one ended,
 and the console says so. Evaluate at the temperature you serve at: validation inside a
 training job is scored at temperature 0 and cannot be changed. Like training, a job gets
-only the hyperparameters you set (plus the run's temperature); `--report FILE` writes what
-each run scored.
+only the hyperparameters you set, plus the run's temperature and the three AWS's own SDK
+always sends (eval_group_size, pass_k_values, success_threshold); `--report FILE` writes
+what each run scored.
 """
 
 from __future__ import annotations
@@ -168,8 +169,9 @@ class EvaluationPlan:
     dataset_uri: str
     output_path: str
     base_model_arn: str
-    #: Episodes per row (eval_group_size); None: the service's default.
-    group_size: int | None
+    #: Episodes per row (eval_group_size: `sagemaker.eval_group_size`, else
+    #: `eval.samples_per_row`); always sent, as AWS's SDK does.
+    group_size: int
     task_name: str
     model_package_arn: str | None = None
     mlflow_arn: str | None = None

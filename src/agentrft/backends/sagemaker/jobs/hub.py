@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentrft.backends.sagemaker.jobs import service_facts as facts
 from agentrft.backends.sagemaker.jobs.aws import SageMakerError, error_code, error_message
+from agentrft.backends.sagemaker.jobs.eula import eula_url
 
 if TYPE_CHECKING:
     from agentrft.backends.sagemaker.jobs.aws import Aws
@@ -29,6 +30,8 @@ class HubModel:
     #: name -> {"default", "min", "max", "enum", "type"} from the recipe's override params.
     specs: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    #: The https URL of the license the hub names (HostingEulaUri); None: it names none.
+    eula_url: str | None = None
 
 
 def _mtrl_recipe(document: dict[str, Any]) -> dict[str, Any] | None:
@@ -87,7 +90,11 @@ def resolve_base_model(
             f"{facts.DEFAULT_BASE_MODEL})"
         )
     model = HubModel(
-        name=name, version=resp["HubContentVersion"], arn=resp["HubContentArn"], recipe=recipe
+        name=name,
+        version=resp["HubContentVersion"],
+        arn=resp["HubContentArn"],
+        recipe=recipe,
+        eula_url=eula_url(document, aws.region),
     )
     if fetch_specs and recipe.get(facts.RECIPE_OVERRIDE_PARAMS_KEY):
         model.specs = _read_specs(aws, recipe[facts.RECIPE_OVERRIDE_PARAMS_KEY], model.notes)

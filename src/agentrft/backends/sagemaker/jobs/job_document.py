@@ -97,15 +97,14 @@ def evaluation_hyperparameters(
 ) -> dict[str, str]:
     """Hyperparameters of one AgentRFTEvaluation job, under the names the service accepts.
 
-    The run's `temperature` always goes (None: the service's default); with `only_set`, the
-    rest only when you set them. `pass_k_values` is cut to the k values <= the group size,
-    so it also goes when `eval_group_size` does.
+    The run's `temperature` always goes (None: the service's default), and so do the three
+    keys AWS's own SDK always sends for an evaluation (`eval_group_size`, `pass_k_values` cut
+    to the k values <= the group size, `success_threshold`): the service's recipe defaults
+    pass@k to k up to 32 while its default group size is not published, so leaving them out
+    would leave what pass@k means to the service. With `only_set`, the rest only when you
+    set them.
     """
     user_set = user_set_hyperparameters(config)
-    group_set = (
-        "eval_group_size" in config.sagemaker.model_fields_set
-        or "samples_per_row" in config.eval.model_fields_set
-    )
     pass_k = list(config.pass_k_values)
     if group_size is not None:
         pass_k = [k for k in pass_k if k <= group_size] or [1]
@@ -122,9 +121,10 @@ def evaluation_hyperparameters(
     }
     assert set(values) == set(facts.EVALUATION_HYPERPARAMETERS)
     chosen = {
-        "eval_group_size": group_set,
+        "eval_group_size": True,
         "temperature": True,
-        "pass_k_values": "pass_k_values" in user_set or group_set,
+        "pass_k_values": True,
+        "success_threshold": True,
     }
     return {
         k: hp_value(v)

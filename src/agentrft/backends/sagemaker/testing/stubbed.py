@@ -74,7 +74,10 @@ def describe_job_response(
     document: dict[str, Any] | None = None,
     failure_reason: str | None = None,
     region: str = "us-east-1",
+    eula_uri: str | None = None,
 ) -> dict[str, Any]:
+    """DescribeHubContent's answer for `name`; `eula_uri` is the document's HostingEulaUri
+    (the s3:// license file of a gated model)."""
     import datetime as dt
     import json
 
@@ -105,7 +108,10 @@ def hub_content_response(
     *,
     recipes: list[dict[str, Any]] | None = None,
     region: str = "us-east-1",
+    eula_uri: str | None = None,
 ) -> dict[str, Any]:
+    """DescribeHubContent's answer for `name`; `eula_uri` is the document's HostingEulaUri
+    (the s3:// license file of a gated model)."""
     import datetime as dt
     import json
 
@@ -127,7 +133,9 @@ def hub_content_response(
         "DocumentSchemaVersion": "2.0.0",
         "HubName": "SageMakerPublicHub",
         "HubArn": f"arn:aws:sagemaker:{region}:aws:hub/SageMakerPublicHub",
-        "HubContentDocument": json.dumps({"RecipeCollection": recipes}),
+        "HubContentDocument": json.dumps(
+            {"RecipeCollection": recipes, **({"HostingEulaUri": eula_uri} if eula_uri else {})}
+        ),
         "HubContentStatus": "Available",
         "CreationTime": dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc),
     }
