@@ -102,7 +102,7 @@ def test_tasks_shows_a_broken_plugin_and_still_succeeds(tmp_path: Path, monkeypa
 
 def test_play_expert_prints_turns_and_reward(tiny_plugins, tmp_path: Path) -> None:
     save = tmp_path / "played.jsonl"
-    result = run("play", "--task", "find_number", "--row", "2", "--save", str(save))
+    result = run("play", "--task", "find_number", "--row", "2", "--trajectories", str(save))
     assert result.exit_code == 0, result.output
     out = result.output
     assert "Find the hidden integer between" in out  # the user prompt
@@ -484,3 +484,23 @@ def test_plugins_extend_groups_and_a_failing_hook_is_reported(capsys) -> None:
         assert run("dataset", "--help", cli=cli).output.count("upload") >= 1
     with pytest.raises(KeyError, match="groups: dataset, reward, config"):
         get_group(app, "nope")
+
+
+def test_no_help_page_shows_a_type_for_a_flag() -> None:
+    """A flag takes no value: `--dry-run <bool>` would read as if it took one."""
+
+    def pages(cmd: Any, path: list[str]) -> Any:
+        yield path
+        if hasattr(cmd, "commands"):  # a group (typer carries its own click)
+            for name, sub in cmd.commands.items():
+                yield from pages(sub, [*path, name])
+
+    root = typer.main.get_command(app)
+    seen = 0
+    for path in pages(root, []):
+        result = run(*path, "--help")
+        assert result.exit_code == 0, (path, result.output)
+        assert "<bool>" not in result.output, path
+        seen += "--help" in result.output
+    assert seen >= 10, seen
+    assert "--dry-run " in run("train", "--help").output

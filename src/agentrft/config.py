@@ -193,8 +193,12 @@ class Config(Section):
     global_batch_size: int = Field(
         128,
         ge=1,
+        # A bound so a typo (1e22) is refused by the config, dry runs included, instead of
+        # a run that tries to gather that many prompts: 65536 x 32 rollouts is already 2M
+        # episodes a step.
+        le=65_536,
         description="Prompts per step; each is played group_size times [recipe: 128, one of "
-        "32, 64, 128].",
+        "32, 64, 128; at most 65536].",
     )
     group_size: int = Field(
         8,

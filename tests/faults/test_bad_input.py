@@ -417,6 +417,11 @@ CASES: list[Bad] = [
         "learning_rate: .nan\n",
         names="learning_rate",
     ),
+    Bad(
+        "train-dry-run-absurd-batch",
+        "train --task {task} --dry-run --set global_batch_size=10000000000000000000000",
+        names="global_batch_size",
+    ),
     Bad("unknown-command", "frobnicate", names="frobnicate", usage=True),
     # commands the sagemaker backend adds (none of these calls AWS)
     *(

@@ -251,3 +251,35 @@ def test_doctor_policies_prints_the_three_policies_without_aws(cli: Any) -> None
     assert caller["Statement"][0]["Condition"] == {
         "StringEquals": {"iam:PassedToService": "job.sagemaker.amazonaws.com"}
     }
+
+
+def test_doctor_takes_the_flags_train_and_eval_take(
+    cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sample launcher's names (`--agent-runtime-arn`, `--train-dataset`, ...) reach the
+    same config keys in doctor as in train and eval."""
+    from agentrft.backends.sagemaker.backend import SageMakerBackend
+
+    seen: dict[str, Any] = {}
+
+    class Report:
+        ok, failures = True, []
+
+    def doctor(self: Any, task: Any, config: Any, **kw: Any) -> Any:
+        seen.update(config.sagemaker.model_dump())
+        return Report()
+
+    monkeypatch.setattr(SageMakerBackend, "doctor", doctor)
+    result = run(
+        cli, "doctor", "--region", REGION,
+        "--agent-runtime-arn", RUNTIME,
+        "--train-dataset", "s3://b/train.jsonl",
+        "--val-dataset", "s3://b/val.jsonl",
+        "--s3-output-path", "s3://b/out/",
+        "--mlflow-app-arn", f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:mlflow-app/app-ABC123",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert seen["runtime_arn"] == RUNTIME and seen["train_s3_uri"] == "s3://b/train.jsonl"
+    assert seen["validation_s3_uri"] == "s3://b/val.jsonl"
+    assert seen["output_s3_path"] == "s3://b/out/"
+    assert seen["mlflow_resource_arn"].endswith("app-ABC123")

@@ -26,6 +26,7 @@ from agentrft.cli import reward as reward_cmd
 from agentrft.cli.backend_flags import with_backend_flags
 from agentrft.cli.errors import debug_from_env, error_console, handle_errors, state
 from agentrft.cli.evaluate import eval_
+from agentrft.cli.help_types import hide_flag_types
 from agentrft.cli.logs import configure_logging
 from agentrft.cli.play import play, replay
 from agentrft.cli.tasks import tasks
@@ -74,6 +75,7 @@ def _root(
 def create_app(*, plugins: bool = True) -> typer.Typer:
     """A fresh `agentrft` app; with `plugins`, also the installed backends' flags on
     `train`/`eval`, `new-task` and plugin commands."""
+    hide_flag_types()
     app = typer.Typer(
         name="agentrft",
         no_args_is_help=True,

@@ -71,7 +71,13 @@ def play(
     api_key_env: Annotated[str | None, typer.Option(help=API_KEY_ENV_HELP)] = None,
     header: Annotated[list[str] | None, typer.Option(help=HEADER_HELP)] = None,
     save: Annotated[
-        Path | None, typer.Option(help="Append the trajectory to this JSONL file (for replay).")
+        Path | None,
+        typer.Option(
+            "--trajectories",
+            "--save",
+            help="Append the trajectory to this JSONL file (for replay; the file format of "
+            "eval --trajectories and a run's trajectories).",
+        ),
     ] = None,
     backend_flags: BackendFlags | None = None,
 ) -> None:
@@ -142,7 +148,7 @@ def play(
 
 
 def replay(
-    file: Annotated[Path, typer.Argument(help="Trajectories JSONL (from eval or play --save).")],
+    file: Annotated[Path, typer.Argument(help="Trajectories JSONL (from eval or play --trajectories, or a run directory's).")],
     index: Annotated[
         int | None, typer.Option("--index", "-i", min=0, help="Show only this episode (0-based).")
     ] = None,

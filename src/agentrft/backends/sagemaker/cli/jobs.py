@@ -14,6 +14,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from agentrft.backends.sagemaker.cli.options import shared_option
 from agentrft.cli.common import finite
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -176,14 +177,19 @@ def doctor(
         None, "--task", "-t", help="Also parse the dataset rows with this task."
     ),
     purpose: str = typer.Option("doctor", "--for", help="doctor, train, eval or deploy."),
-    runtime_arn: str = typer.Option(None, "--runtime-arn"),
-    role_arn: str = typer.Option(None, "--role-arn", help="Job role ARN."),
-    runtime_role_arn: str = typer.Option(None, "--runtime-role-arn"),
-    train_uri: str = typer.Option(None, "--train-uri"),
-    validation_uri: str = typer.Option(None, "--validation-uri"),
-    eval_uri: str = typer.Option(None, "--eval-uri"),
-    output_path: str = typer.Option(None, "--output-path"),
-    mlflow_arn: str = typer.Option(None, "--mlflow-arn"),
+    # The flags train and eval take, under the same names (the sample launcher's too).
+    runtime_arn: str = shared_option("runtime_arn"),
+    role_arn: str = shared_option("role_arn"),
+    runtime_role_arn: str = typer.Option(
+        None,
+        "--runtime-role-arn",
+        help="Role the AgentCore runtime runs as (sagemaker.runtime_role_arn).",
+    ),
+    train_uri: str = shared_option("train_uri"),
+    validation_uri: str = shared_option("validation_uri"),
+    eval_uri: str = shared_option("eval_uri"),
+    output_path: str = shared_option("output_path"),
+    mlflow_arn: str = shared_option("mlflow_arn"),
     region: str = typer.Option(None, "--region", help=REGION_HELP),
     config: Path = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
     policies: bool = typer.Option(

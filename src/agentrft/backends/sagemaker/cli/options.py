@@ -128,6 +128,16 @@ CLI_OPTIONS = (
 )
 
 
+def shared_option(name: str) -> Any:
+    """A typer option with the flags (the sample launcher's names included) and help of
+    `CLI_OPTIONS[name]`, for the commands that take the same inputs as train and eval
+    (`agentrft doctor`): one spelling of each flag across the CLI."""
+    import typer
+
+    found = next(o for o in CLI_OPTIONS if o.name == name)
+    return typer.Option(None, *found.flags, help=found.help)
+
+
 def sagemaker_cli_values(
     values: dict[str, Any], extra_args: list[str]
 ) -> tuple[dict[str, Any], list[str]]:
