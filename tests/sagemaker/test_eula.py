@@ -19,12 +19,14 @@ from agentrft.backends.sagemaker.settings import SageMakerTrainOptions
 from agentrft.backends.sagemaker.testing.stubbed import hub_content_response, job_arn, stubbed_aws
 from agentrft.testing import FindNumberTask
 
-from .test_jobs import OUT_GROUP, CKPT_GROUP, REGION, ROLE, config, console, no_real_aws  # noqa: F401
+from .test_jobs import CKPT_GROUP, OUT_GROUP, REGION, ROLE, config, console, no_real_aws  # noqa: F401
 
 pytestmark = pytest.mark.eula_unaccepted
 
 EULA_S3 = f"s3://jumpstart-cache-prod-{REGION}/fmv2/openai/gpt-oss/Eula.txt"
-EULA_HTTPS = f"https://jumpstart-cache-prod-{REGION}.s3.{REGION}.amazonaws.com/fmv2/openai/gpt-oss/Eula.txt"
+EULA_HTTPS = (
+    f"https://jumpstart-cache-prod-{REGION}.s3.{REGION}.amazonaws.com/fmv2/openai/gpt-oss/Eula.txt"
+)
 MODEL = "openai-reasoning-gpt-oss-20b"
 
 
@@ -40,7 +42,10 @@ def expect_lookups(s: Any, eula: str | None = EULA_S3, *, submit: bool) -> None:
     )  # fmt: skip
     if not submit:
         return
-    for name, arn in ((f"{MODEL}-mtrl-mpg", OUT_GROUP), (f"{MODEL}-mtrl-checkpoint-mpg", CKPT_GROUP)):
+    for name, arn in (
+        (f"{MODEL}-mtrl-mpg", OUT_GROUP),
+        (f"{MODEL}-mtrl-checkpoint-mpg", CKPT_GROUP),
+    ):
         s["sagemaker"].add_response(
             "describe_model_package_group",
             {"ModelPackageGroupName": name, "ModelPackageGroupArn": arn,

@@ -148,7 +148,12 @@ def play(
 
 
 def replay(
-    file: Annotated[Path, typer.Argument(help="Trajectories JSONL (from eval or play --trajectories, or a run directory's).")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="Trajectories JSONL (from eval or play --trajectories, or a run directory's)."
+        ),
+    ],
     index: Annotated[
         int | None, typer.Option("--index", "-i", min=0, help="Show only this episode (0-based).")
     ] = None,
