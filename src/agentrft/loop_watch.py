@@ -73,6 +73,16 @@ class LoopWatch:
             with self._lock:
                 self._running.pop(task, None)
 
+    def longest(self) -> tuple[str, str, float] | None:
+        """What has been running longest now (`what`, `episode`, seconds), from any thread;
+        None when no tool or reward runs."""
+        with self._lock:
+            entries = list(self._running.values())
+        if not entries:
+            return None
+        first = min(entries, key=lambda e: e.started)
+        return first.what, first.episode, time.monotonic() - first.started
+
     def _watch(self) -> None:
         while True:
             time.sleep(TICK_S)

@@ -82,6 +82,7 @@ def play(
     backend_flags: BackendFlags | None = None,
 ) -> None:
     """Play one episode and print it turn by turn with the reward breakdown."""
+    from agentrft.cli.still_running import still_running
     from agentrft.policy import Sampling
     from agentrft.render import PlayView, render_header
     from agentrft.rollout import run_episode
@@ -119,15 +120,16 @@ def play(
 
     async def go() -> Trajectory:
         try:
-            return await run_episode(
-                the_task,
-                prompts[row],
-                live,
-                sampling=sampling,
-                limits=limits,
-                reward_fn=reward_fn,
-                metadata={"row": row, "policy": name},
-            )
+            with still_running(out, limits.timeout_s):
+                return await run_episode(
+                    the_task,
+                    prompts[row],
+                    live,
+                    sampling=sampling,
+                    limits=limits,
+                    reward_fn=reward_fn,
+                    metadata={"row": row, "policy": name},
+                )
         finally:
             await live.aclose()
 
