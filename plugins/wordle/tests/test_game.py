@@ -29,7 +29,8 @@ def entropy_by_hand(word: str) -> float:
 
 
 def admitted_by_hand(history: list[tuple[str, str]], words: list[str]) -> list[str]:
-    """The knowledge filter written out from the rules, independently of `Knowledge`."""
+    """The knowledge filter written out from the sample's rules, independently of
+    `Knowledge`: yellow minimums leave out letters with a known green, yellow spots do not."""
     greens: dict[int, str] = {}
     minimum: dict[str, int] = {}
     spots: dict[str, set[int]] = {}
@@ -51,7 +52,7 @@ def admitted_by_hand(history: list[tuple[str, str]], words: list[str]) -> list[s
         if all(w[i] == c for i, c in greens.items())
         and not set(w) & gray
         and all(w.count(c) >= n for c, n in yellow.items())
-        and all(w[i] != c for c in yellow for i in spots[c])
+        and all(w[i] != c for c in spots for i in spots[c])
     ]
 
 
@@ -159,17 +160,19 @@ def test_knowledge_keeps_the_yellow_minimum_and_yellow_spots() -> None:
     assert k.absent == {"s", "t", "l"}
     assert k.yellow_letters() == {"e": 2} and k.yellow_spots() == [("e", 2), ("e", 3)]
     k.update("eerie", "GGGGG")
-    assert k.yellow_letters() == {} and k.yellow_spots() == []  # E placed: out of the rules
+    # E placed: out of the yellow minimum, but its yellow spots stay (the sample's filter)
+    assert k.yellow_letters() == {} and k.yellow_spots() == [("e", 2), ("e", 3)]
 
 
-def test_knowledge_filter_applies_the_rules_with_the_green_exemption() -> None:
+def test_knowledge_filter_exempts_a_green_letter_from_its_minimum_not_its_spots() -> None:
     k = Knowledge()
     k.update("terse", "XYXYG")  # against ENSUE: E green at 5 (and yellow at 2), S yellow at 4
     words = ["ensue", "seine", "since", "geese", "terse", "house"]
     admitted = [w for w, ok in zip(words, k.admits(AnswerPool(words)), strict=True) if ok]
-    # SEINE has E on its yellow spot, SINCE only one E (E's minimum is 2): both pass because
-    # E has a green. GEESE and HOUSE put S on its yellow spot; TERSE has gray T and R.
-    assert admitted == ["ensue", "seine", "since"]
+    # SINCE has only one E (E's minimum is 2) and passes: E has a green, so its minimum
+    # goes. SEINE has E on E's yellow spot and fails: yellow spots stay for a green letter.
+    # GEESE and HOUSE put S on its yellow spot; TERSE has gray T and R.
+    assert admitted == ["ensue", "since"]
     assert admitted == admitted_by_hand([("terse", "XYXYG")], words)
 
 
@@ -258,6 +261,51 @@ def test_reduction_counts_answers_the_knowledge_filter_admits() -> None:
     game.guess("bride")  # YXGGG: _ _ I D E, B not 1st, no R: only ABIDE is left
     assert game.candidates == 1
     assert game.records[1].score["reduction"] == 15.0 * (5 - 1) / 5
+
+
+def test_a_yellow_spot_still_counts_once_the_letter_has_a_green() -> None:
+    """ENSUE after TERSE: E is yellow on spot 2 and green on spot 5. The sample's filter
+    keeps E's yellow spot (its minimum goes with the green): SEIZE, with an E on spot 2, is
+    no longer a candidate."""
+    game = WordleGame("ensue")
+    game.guess("terse")
+    admitted = admitted_by_hand([("terse", score_guess("terse", "ensue"))], list(answer_words()))
+    assert "seize" in answer_words() and "seize" not in admitted
+    assert game.candidates == len(admitted) == 43
+
+
+def test_reduction_agrees_with_the_samples_rules_on_repeated_letter_games() -> None:
+    """300 seeded games, half of them with an answer that repeats a letter and half of the
+    guesses words that repeat one (where the two readings of the rules part): every
+    reduction term equals the one the sample's filter gives (it differed on 59 guesses
+    before the yellow spots of green letters were kept)."""
+    import random
+
+    words = list(answer_words())
+    repeats = [w for w in words if len(set(w)) < 5]
+    rng = random.Random(1)
+    checked = 0
+    for n in range(300):
+        answer = rng.choice(repeats if n % 2 else words)
+        game = WordleGame(answer)
+        history: list[tuple[str, str]] = []
+        before = 0
+        for _ in range(6):
+            word = rng.choice(repeats if rng.random() < 0.5 else words)
+            if word == answer or word in game.guessed:
+                continue
+            game.guess(word)
+            history.append((word, score_guess(word, answer)))
+            after = len(admitted_by_hand(history, words))
+            if len(history) > 1 and before:
+                expected = 15 * (before - after) / before
+                assert game.records[-1].score["reduction"] == pytest.approx(expected), (
+                    answer,
+                    history,
+                )
+                checked += 1
+            before = after
+    assert checked > 1000
 
 
 def test_reduction_over_the_full_answer_list_matches_the_rules() -> None:

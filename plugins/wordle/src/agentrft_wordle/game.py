@@ -85,7 +85,8 @@ class Knowledge:
     - `wrong_positions` (yellow spots): per letter, the positions where it was yellow.
 
     A letter with a known green is left out of the yellow rules (the Yellow line, the
-    yellow-minimum violation, stagnation and the candidate filter).
+    yellow-minimum violation, stagnation, and the candidate filter's minimum), but not out
+    of the candidate filter's yellow spots: the sample's code keeps those for every letter.
     """
 
     greens: list[str | None] = field(default_factory=lambda: [None] * 5)
@@ -117,14 +118,19 @@ class Knowledge:
         return {c: n for c, n in sorted(self.min_count.items()) if c not in placed}
 
     def yellow_spots(self) -> list[tuple[str, int]]:
-        """(letter, position) pairs where a yellow letter (no known green) was marked yellow."""
-        return [(c, p) for c in self.yellow_letters() for p in sorted(self.wrong_positions[c])]
+        """(letter, position) pairs where a letter was marked yellow, for every letter:
+        also one with a known green (a second copy of it was yellow there)."""
+        return [
+            (c, p) for c in sorted(self.wrong_positions) for p in sorted(self.wrong_positions[c])
+        ]
 
     def admits(self, pool: AnswerPool) -> np.ndarray:
         """Which answers of `pool` pass the knowledge filter: greens in place, no gray
-        letter, every yellow letter at least its yellow minimum times, no yellow letter on
-        a spot where it was yellow. (Looser than "consistent with every feedback": that is
-        the sample's rule for the reduction bonus.)"""
+        letter, every yellow letter (no known green) at least its yellow minimum times, and
+        no letter on a spot where it was marked yellow, whether or not it also has a known
+        green. (Looser than "consistent with every feedback": that is the sample's rule for
+        the reduction bonus, read from its code: its yellow minimums drop a letter once it
+        is green, its yellow spots never do.)"""
         yellows = self.yellow_letters()
         return pool.admitting(
             at=[(p, c) for p, c in enumerate(self.greens) if c is not None],
