@@ -504,3 +504,13 @@ def test_no_help_page_shows_a_type_for_a_flag() -> None:
         seen += "--help" in result.output
     assert seen >= 10, seen
     assert "--dry-run " in run("train", "--help").output
+
+
+def test_play_against_a_policy_that_never_answers_exits_1(tiny_plugins) -> None:
+    """As eval: an episode in which the policy never answered is not a result."""
+    from agentrft.testing import http_error
+
+    with FakeOpenAIServer(lambda messages, tools: http_error(401)) as server:
+        result = run("play", "--task", "find_number", "--policy", server.base_url)
+    assert result.exit_code == 1, result.output
+    assert "the policy never answered (http_error), so nothing was played" in result.output

@@ -142,11 +142,21 @@ def play(
     bad = [f for f in trajectory.failures if f.kind == "bad_input"]
     if bad:  # nothing was played: say so, and exit non-zero
         raise CliError(f"row {row} is not a {the_task.name} instance: {bad[0].detail}")
+    unanswered = [f for f in trajectory.failures if f.kind in POLICY_FAILURES]
+    if unanswered and not trajectory.turns:  # as eval: an episode of nothing is not a result
+        raise CliError(
+            f"the policy never answered ({unanswered[0].kind}), so nothing was played: "
+            f"{unanswered[0].detail}"
+        )
     failed = [f for f in trajectory.failures if f.kind == "reward_error"]
     if failed:  # the total shown is the lowest tier, not a score: exit non-zero
         raise CliError(
             f"the reward failed, so the episode scored the lowest tier: {failed[0].detail}"
         )
+
+
+#: Failure kinds of a policy that did not answer (no reply to play).
+POLICY_FAILURES = frozenset({"http_error", "rate_limited", "policy_timeout", "policy_error"})
 
 
 def replay(
