@@ -19,9 +19,22 @@ from agentrft.backends.sagemaker.settings import SageMakerTrainOptions
 from agentrft.backends.sagemaker.testing.stubbed import hub_content_response, job_arn, stubbed_aws
 from agentrft.testing import FindNumberTask
 
-from .test_jobs import CKPT_GROUP, OUT_GROUP, REGION, ROLE, config, console, no_real_aws  # noqa: F401
+from ..sagemaker.test_jobs import CKPT_GROUP, OUT_GROUP, REGION, ROLE, config, console, no_real_aws  # noqa: F401
 
-pytestmark = pytest.mark.eula_unaccepted
+pytest.importorskip("boto3")
+
+
+@pytest.fixture
+def license_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own record of accepted licenses (never the user's ~/.config), empty."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    return tmp_path / "xdg-config" / "agentrft" / "accepted-eulas.json"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(license_record: Path) -> None:
+    """Every test here starts with no license accepted."""
+
 
 EULA_S3 = f"s3://jumpstart-cache-prod-{REGION}/fmv2/openai/gpt-oss/Eula.txt"
 EULA_HTTPS = (
@@ -145,7 +158,7 @@ def test_an_unreadable_record_is_a_clear_error(license_record: Path) -> None:
 
 def test_the_cli_flag_reaches_train_and_eval(monkeypatch: pytest.MonkeyPatch) -> None:
     """`--accept-eula` is a flag of both commands; an eval plan names the license too."""
-    from .test_offline_dry_run import LAUNCH_EVAL, cli, run  # noqa: F401
+    from ..sagemaker.test_offline_dry_run import LAUNCH_EVAL, cli, run  # noqa: F401
 
     pytest.importorskip("agentrft_wordle")
     from agentrft.cli.app import create_app
