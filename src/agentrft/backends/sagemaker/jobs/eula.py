@@ -97,7 +97,7 @@ class Eula:
         record[_key(self.model, self.url)] = {
             "model": self.model,
             "url": self.url,
-            "accepted_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "accepted_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
