@@ -514,3 +514,46 @@ def test_play_against_a_policy_that_never_answers_exits_1(tiny_plugins) -> None:
         result = run("play", "--task", "find_number", "--policy", server.base_url)
     assert result.exit_code == 1, result.output
     assert "the policy never answered (http_error), so nothing was played" in result.output
+
+
+def test_replay_filters_pick_episodes_by_outcome_failure_task_step_and_worst(
+    tmp_path: Path,
+) -> None:
+    """A run file of solved games (the expert) and games that never guess (a policy that
+    only talks): each filter shows exactly its episodes, titles keep the file's numbering,
+    and a filter that matches nothing lists what the file holds."""
+    import asyncio
+
+    from agentrft import ScriptedPolicy, run_episodes
+    from agentrft.trajectory import append_trajectories
+
+    task = FindNumberTask()
+    rows = [r["prompt"] for r in task.make_dataset("validation", 4, 0)]
+    solved = asyncio.run(run_episodes(task, rows, ScriptedPolicy(find_number_expert)))
+    talker = ScriptedPolicy(lambda messages, tools: "I think it is a number.")
+    talked = asyncio.run(run_episodes(task, rows, talker))
+    path = tmp_path / "trajectories.jsonl"
+    for step, batch in ((1, solved), (2, talked)):
+        for t in batch:
+            t.metadata["step"] = step
+        append_trajectories(batch, path)
+
+    def episodes(*args: str) -> list[str]:
+        result = run("replay", str(path), *args)
+        assert result.exit_code == 0, result.output
+        return [ln.split("episode ")[1].split(" of")[0] for ln in result.output.splitlines()
+                if " episode " in ln and " of 8" in ln]  # fmt: skip
+
+    assert episodes("--outcome", "solved") == ["0", "1", "2", "3"]
+    assert episodes("--step", "2") == ["4", "5", "6", "7"]
+    kinds = talked[0].failure_kinds
+    assert kinds and episodes("--failure", kinds[0]) == ["4", "5", "6", "7"]
+    assert len(episodes("--worst", "2")) == 2
+    assert set(episodes("--worst", "2")) <= {"4", "5", "6", "7"}
+    assert episodes("--task", "find_number", "--outcome", "unsolved") == ["4", "5", "6", "7"]
+    summary = run("replay", str(path), "--outcome", "solved", "--summary")
+    assert summary.exit_code == 0 and "4 of 8 episodes match --outcome solved" in summary.output
+    none = run("replay", str(path), "--failure", kinds[0], "--step", "1")
+    assert none.exit_code == 1, none.output
+    assert f"no episode of {path} matches --failure {kinds[0]} --step 1" in none.output
+    assert "steps: 1, 2" in none.output and kinds[0] in none.output

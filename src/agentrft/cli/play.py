@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -172,8 +174,28 @@ def replay(
     summary: Annotated[
         bool, typer.Option(help="Print the eval metrics of the file instead of the episodes.")
     ] = False,
+    outcome: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Only episodes whose outcome tier is this (repeatable); `solved` and "
+            "`unsolved` also work."
+        ),
+    ] = None,
+    failure: Annotated[
+        list[str] | None,
+        typer.Option(help="Only episodes with this failure kind, e.g. truncated (repeatable)."),
+    ] = None,
+    task: Annotated[str | None, typer.Option(help="Only episodes of this task.")] = None,
+    step: Annotated[
+        int | None, typer.Option(min=0, help="Only episodes of this training step (run files).")
+    ] = None,
+    worst: Annotated[
+        int | None,
+        typer.Option(min=1, help="Only the N lowest-reward episodes (after the other filters)."),
+    ] = None,
 ) -> None:
-    """Re-print stored trajectories exactly as `play` shows them."""
+    """Re-print stored trajectories exactly as `play` shows them; the filters pick which
+    (they combine; a repeated one matches any of its values)."""
     from agentrft.render import render_trajectory
     from agentrft.trajectory import TrajectoryFileError, read_trajectories
 
@@ -186,16 +208,83 @@ def replay(
     if not trajectories:
         raise CliError(f"{file} holds no trajectories")
     out = console()
+    numbered = list(enumerate(trajectories))
+    wanted = EpisodeFilter(outcome or [], failure or [], task, step, worst)
+    if wanted.active:
+        numbered = wanted.apply(numbered, file)
+        out.print(f"{len(numbered)} of {len(trajectories)} episodes match {wanted}")
     if summary:
-        _print_summary(trajectories, file)
+        _print_summary([t for _, t in numbered], file)
         return
     if index is not None:
         if index >= len(trajectories):
             raise CliError(f"--index {index} is out of range: {file} holds {len(trajectories)}")
         render_trajectory(trajectories[index], out, title=f"episode {index}")
         return
-    for i, t in enumerate(trajectories):
+    for i, t in numbered:  # titles keep the file's numbering (what --index takes)
         render_trajectory(t, out, title=f"episode {i} of {len(trajectories)}")
+
+
+@dataclass
+class EpisodeFilter:
+    """`replay`'s filters: every given one must hold; a repeated one matches any value."""
+
+    outcomes: list[str]
+    failures: list[str]
+    task: str | None
+    step: int | None
+    worst: int | None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.outcomes or self.failures or self.task or self.step is not None
+                    or self.worst)  # fmt: skip
+
+    def __str__(self) -> str:
+        parts = [f"--outcome {o}" for o in self.outcomes]
+        parts += [f"--failure {f}" for f in self.failures]
+        parts += [f"--task {self.task}"] if self.task else []
+        parts += [f"--step {self.step}"] if self.step is not None else []
+        parts += [f"--worst {self.worst}"] if self.worst else []
+        return " ".join(parts)
+
+    def _outcome(self, t: Trajectory) -> bool:
+        if not self.outcomes:
+            return True
+        names = {t.reward.outcome if t.reward else "", "solved" if t.solved else "unsolved"}
+        return bool(names & set(self.outcomes))
+
+    def keeps(self, t: Trajectory) -> bool:
+        return (
+            self._outcome(t)
+            and (not self.failures or bool(set(t.failure_kinds) & set(self.failures)))
+            and (self.task is None or t.task == self.task)
+            and (self.step is None or t.metadata.get("step") == self.step)
+        )
+
+    def apply(
+        self, numbered: list[tuple[int, Trajectory]], file: Path
+    ) -> list[tuple[int, Trajectory]]:
+        """The matching episodes (the worst first with --worst); none is an error that
+        lists what the file holds."""
+        kept = [(i, t) for i, t in numbered if self.keeps(t)]
+        if self.worst:
+            kept = sorted(kept, key=lambda it: it[1].reward.total if it[1].reward else -math.inf)
+            kept = kept[: self.worst]
+        if kept:
+            return kept
+        every = [t for _, t in numbered]
+        steps = sorted({s for t in every if isinstance(s := t.metadata.get("step"), int)})
+        holds: dict[str, list[str]] = {
+            "outcomes": sorted({t.reward.outcome for t in every if t.reward and t.reward.outcome}),
+            "failure kinds": sorted({k for t in every for k in t.failure_kinds}),
+            "tasks": sorted({t.task for t in every}),
+            "steps": [str(s) for s in steps],
+        }
+        listed = "; ".join(
+            f"{name}: {', '.join(values)}" for name, values in holds.items() if values
+        )
+        raise CliError(f"no episode of {file} matches {self} ({listed or 'nothing to filter'})")
 
 
 def _print_summary(trajectories: list[Trajectory], file: Path) -> None:
