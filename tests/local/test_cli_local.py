@@ -196,7 +196,37 @@ def test_the_cpu_preset_says_when_it_shortens_a_tasks_episodes(tmp_path: Path) -
     out = Console(record=True, width=200)
     mine = tiny_config(tmp_path, **{"limits.max_turns": 7})
     assert read_inputs(LongFruit(), mine, resume=None, console=out).config.limits.max_turns == 7
-    assert "CPU preset" not in out.export_text()
+    assert "CPU preset: limits" not in out.export_text()
+
+
+def test_a_run_says_first_what_will_run_and_every_value_the_preset_filled(
+    tmp_path: Path,
+) -> None:
+    from rich.console import Console
+
+    from agentrft.backends.local.training import read_inputs
+
+    from .conftest import tiny_config
+
+    out = Console(record=True, width=400)
+    config = tiny_config(tmp_path, **{"group_size": 4})
+    inputs = read_inputs(FruitGuess(), config, resume=None, console=out)
+    first, second = out.export_text().splitlines()[:2]
+    resolved = inputs.config
+    assert first.startswith("training fruit_guess on the built-in tiny model (1m, random init): ")
+    assert (
+        f"{resolved.max_steps} GRPO steps of {resolved.global_batch_size} prompts x 4 rollouts"
+        in first
+    )
+    assert f"run directory under {tmp_path / 'runs'}/" in first
+    assert second.startswith("the tiny-model CPU preset filled ")
+    # Every value it names is the resolved one, and what the user set is not among them.
+    filled = dict(
+        item.split("=", 1) for item in second.split(": ", 1)[1].split(" (set")[0].split(", ")
+    )
+    assert "group_size" not in filled and "sampling_max_tokens" not in filled
+    assert filled["max_steps"] == str(resolved.max_steps)
+    assert filled["learning_rate"] == str(resolved.learning_rate)
 
 
 @pytest.mark.parametrize(

@@ -23,12 +23,19 @@ from typing import TYPE_CHECKING, Any
 
 from agentrft import backend as core
 from agentrft.backend import BackendError
-from agentrft.backends.local.engine import Engine, apply_cpu_preset, make_engine, train_sampling
+from agentrft.backends.local.engine import (
+    Engine,
+    apply_cpu_preset,
+    make_engine,
+    train_sampling,
+    uses_tiny_model,
+)
 from agentrft.backends.local.evals import eval_level, load_eval, run_eval, save_eval
 from agentrft.backends.local.gguf_model import check_model_spec
 from agentrft.backends.local.grpo import GRPOLoop
 from agentrft.backends.local.rows import check_rows_parse, train_prompts, validation_prompts
 from agentrft.backends.local.run import RunDir, Tracker, flatten_config
+from agentrft.backends.local.run_plan import say_plan
 from agentrft.backends.local.sft import sft_warmup
 from agentrft.backends.local.trainer import LoRATrainer, make_trainer
 from agentrft.backends.local.view import LiveView
@@ -97,7 +104,8 @@ def read_inputs(task: Task[Any], config: Config, *, resume: str | None, console:
     else:
         given = config
         config = apply_cpu_preset(config, has_expert=has_expert)
-        _say_lowered_limits(task, given, config, printer(console))
+        say_plan(task, given, config, tiny=uses_tiny_model(given), run_dir=config.local.run_dir,
+                 say=printer(console))  # fmt: skip
     check_task_fits(task, config, has_expert=has_expert)
     limits = episode_limits(task, config)
     train_rows = train_prompts(task, config)
@@ -110,23 +118,6 @@ def read_inputs(task: Task[Any], config: Config, *, resume: str | None, console:
         say(f"no validation rows, so no before/after evaluation: {exc}", highlight=False)
         val_prompts = []
     return RunInputs(config, limits, train_rows, val_prompts, run, checkpoint)
-
-
-def _say_lowered_limits(task: Task[Any], given: Config, config: Config, say: Any) -> None:
-    """One line per episode limit of the task's own that the CPU preset lowered (the tiny
-    model's `max_turns` 6), so a run never plays shorter episodes than the task asks for
-    without saying so first."""
-    own = task.limits.model_dump()
-    for key, value in config.limits.model_dump().items():
-        if value is None or key in given.limits.model_fields_set:
-            continue
-        theirs = own.get(key)
-        if isinstance(theirs, (int, float)) and value < theirs:
-            say(
-                f"CPU preset: limits.{key} {theirs} → {value} (task {task.name}'s own is "
-                f"{theirs}; --set limits.{key}={theirs} keeps it)",
-                highlight=False,
-            )
 
 
 def resumed_config(run: RunDir, given: Config) -> Config:
