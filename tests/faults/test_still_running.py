@@ -4,9 +4,7 @@ by its own thread); a quick episode prints no such line."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -14,64 +12,29 @@ import pytest
 from typer.testing import CliRunner
 
 from agentrft import (
-    Environment,
-    EpisodeLimits,
     Policy,
-    RewardResult,
     ScriptedPolicy,
-    Task,
-    Trajectory,
-    call,
     hookimpl,
-    tool,
 )
 from agentrft.cli import still_running
 from agentrft.cli.app import create_app
 from agentrft.plugins import load_plugins, use_plugins
 
-
-class SlowEnv(Environment):
-    def __init__(self, row: dict[str, Any]) -> None:
-        super().__init__()
-        self.row = row
-
-    @tool
-    async def fetch(self, key: str) -> str:
-        """Fetch a record.
-
-        Args:
-            key: the record's key.
-        """
-        if self.row.get("block_s"):
-            time.sleep(self.row["block_s"])  # blocks the loop: only a thread can still speak
-        else:
-            await asyncio.sleep(self.row.get("await_s", 0.0))
-        self.done = True
-        return f"record {key}"
+from .test_blocked_loop import LookupTask, script
 
 
-class SlowTask(Task[dict]):
-    name: ClassVar[str] = "slow_fetch"
-    limits: ClassVar[EpisodeLimits] = EpisodeLimits(max_turns=2, max_tool_calls=2, timeout_s=30)
+class SlowTask(LookupTask):
+    """test_blocked_loop's lookup task (its tool awaits, or blocks the loop, as the row
+    says), made playable from the CLI: rows of its own and a scripted expert."""
 
-    def parse(self, prompt: str) -> dict:
-        return dict(json.loads(prompt))
-
-    def environment(self, instance: dict) -> SlowEnv:
-        return SlowEnv(instance)
-
-    def user_prompt(self, instance: dict) -> str:
-        return "Fetch record k."
-
-    def reward(self, env: Environment, trajectory: Trajectory) -> RewardResult:
-        return RewardResult(total=1.0 if env.done else 0.0, solved=env.done)
+    name: ClassVar[str] = "slow_lookup"
 
     def make_dataset(self, split: str, n: int | None, seed: int) -> list[dict[str, Any]]:
         rows = [{"await_s": 0.0}, {"await_s": 1.6}, {"block_s": 1.6}]
         return [{"prompt": json.dumps(r)} for r in rows]
 
     def expert(self) -> Policy:
-        return ScriptedPolicy(lambda messages, tools: call("fetch", {"key": "k"}))
+        return ScriptedPolicy(script)
 
 
 class Plugin:
@@ -91,7 +54,7 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> Any:
 def play(cli: Any, row: int, tmp_path: Path) -> Any:
     return CliRunner().invoke(
         cli,
-        ["play", "--task", "slow_fetch", "--row", str(row)],
+        ["play", "--task", "slow_lookup", "--row", str(row)],
         env={"COLUMNS": "200", "NO_COLOR": "1"},
     )
 
@@ -104,7 +67,7 @@ def test_a_slow_tool_gets_one_line_saying_what_runs(
     assert result.exit_code == 0, result.output
     lines = [ln for ln in result.output.splitlines() if ln.startswith("still running:")]
     assert len(lines) == 1, (what, result.output)  # once, not once per tick
-    assert lines[0].startswith("still running: tool 'fetch', ")
+    assert lines[0].startswith("still running: tool 'lookup', ")
     assert "s so far (the episode's limit is 30 s)" in lines[0]
 
 
