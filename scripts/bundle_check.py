@@ -45,6 +45,11 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=1, help="rows played per task")
     parser.add_argument("--skip-arm64", action="store_true", help="only the local-run check")
     parser.add_argument(
+        "--reward",
+        help="a named reward plugin: deploy --reward NAME bundles it, and the bundle must "
+        "serve every episode with it (the venv's episodes are scored with it too)",
+    )
+    parser.add_argument(
         "--env",
         action="append",
         default=[],
@@ -75,13 +80,15 @@ def main() -> int:
     if not tasks:
         sys.exit(f"bundle_check: {args.distribution} provides no task here (tasks: {sources})")
     spec = ",".join(tasks)
-    print(f"[bundle_check] {args.distribution}: tasks {spec}")
+    print(
+        f"[bundle_check] {args.distribution}: tasks {spec}, reward {args.reward or 'the tasks own'}"
+    )
     args.workdir.mkdir(parents=True, exist_ok=True)
 
     figures: dict[str, Any] = {"distribution": args.distribution, "tasks": tasks}
     if not args.skip_arm64:
-        figures["aarch64"] = build(spec, args.workdir / "aarch64", None)
-    local = build(spec, args.workdir / "x86_64", LOCAL_PLATFORM)
+        figures["aarch64"] = build(spec, args.workdir / "aarch64", None, args.reward)
+    local = build(spec, args.workdir / "x86_64", LOCAL_PLATFORM, args.reward)
     figures["x86_64"] = local
     unpacked = args.workdir / "x86_64" / "unpacked"
     shutil.rmtree(unpacked, ignore_errors=True)
@@ -91,7 +98,7 @@ def main() -> int:
         path.chmod(0o755)
     with _FakeLlm(args.fake_llm_reply, args.env) as extra_env:
         figures["episodes"], figures["foreign_libraries"], figures["startup_s"] = play(
-            spec, tasks, unpacked, args.split, args.rows, extra_env
+            spec, tasks, unpacked, args.split, args.rows, extra_env, args.reward
         )
         figures["fake_llm_requests"] = extra_env.requests()
     for arch in ("aarch64", "x86_64"):
@@ -117,17 +124,32 @@ def main() -> int:
         for e in figures["episodes"]
     )
     ok = ok and len({e["reward"] for e in figures["episodes"]}) > 1
+    if args.reward:  # some episode the named reward scores apart from the task's own
+        told = [e for e in figures["episodes"] if e["own_in_venv"] != e["in_venv"]]
+        print(f"[bundle_check] episodes --reward {args.reward} scores apart from the task's own "
+              f"reward: {len(told)} of {len(figures['episodes'])}")  # fmt: skip
+        ok = ok and bool(told)
     ok = ok and not figures["foreign_libraries"]
     print(f"[bundle_check] {'OK' if ok else 'FAILED'}")
     return 0 if ok else 1
 
 
-def build(spec: str, workdir: Path, platform: str | None) -> dict[str, Any]:
+def _own_total(task: Any, prompt: str, make_policy: Any) -> float | None:
+    """The same episode scored by the task's own reward (in this venv)."""
+    from agentrft import run_episode, run_sync
+
+    played = run_sync(run_episode(task, prompt, make_policy()))
+    return played.reward.total if played.reward else None
+
+
+def build(spec: str, workdir: Path, platform: str | None, reward: str | None) -> dict[str, Any]:
     """`agentrft deploy --build-only`; the zip's size, files and largest top-level entries."""
     shutil.rmtree(workdir, ignore_errors=True)
     cmd = [_agentrft(), "deploy", "--task", spec, "--build-only", "--workdir", str(workdir)]
     if platform:
         cmd += ["--platform", platform]
+    if reward:
+        cmd += ["--reward", reward]
     t0 = time.monotonic()
     out = subprocess.run(cmd, capture_output=True, text=True)
     took = time.monotonic() - t0
@@ -159,9 +181,16 @@ def build(spec: str, workdir: Path, platform: str | None) -> dict[str, Any]:
 
 
 def play(
-    spec: str, tasks: list[str], bundle: Path, split: str, rows: int, extra_env: dict[str, str]
+    spec: str,
+    tasks: list[str],
+    bundle: Path,
+    split: str,
+    rows: int,
+    extra_env: dict[str, str],
+    reward: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[str], float]:
-    """Start the bundle's main.py in isolation and play `rows` rows of each task through it."""
+    """Start the bundle's main.py in isolation and play `rows` rows of each task through it
+    (with `reward`, main.py's own AGENTRFT_REWARD: the server must find it in the bundle)."""
     from agentrft import run_episode, run_sync
     from agentrft.backends.sagemaker.testing.loopback import LoopbackJobRuntime
     from agentrft.mixture import wrap_prompt
@@ -226,7 +255,10 @@ def play(
                     took = round(time.monotonic() - t1, 1)
                     chats = len(jr.chat)
                     reports = [r.path for r in jr.requests if r.path != "/v1/chat/completions"]
-                here = run_sync(run_episode(plugins.task(name), prompt, make_policy()))
+                scorer = plugins.reward(reward, name) if reward else None
+                here = run_sync(
+                    run_episode(plugins.task(name), prompt, make_policy(), reward_fn=scorer)
+                )
                 episode = {
                     "task": name,
                     "rollout_id": f"{name}-{i}",
@@ -234,6 +266,12 @@ def play(
                     "row": prompt[:80],
                     "reward": answer.get("reward"),
                     "in_venv": here.reward.total if here.reward else None,
+                    "tier_in_venv": here.reward.outcome if here.reward else None,
+                    # With --reward: what the task's own reward gives the same episode, so
+                    # the check can tell the named reward was the one the bundle used.
+                    "own_in_venv": _own_total(plugins.task(name), prompt, make_policy)
+                    if reward
+                    else None,
                     "stop_in_venv": here.stop_reason,
                     "policy_calls": chats,
                     "reports": reports,

@@ -8,6 +8,8 @@
 #   bash scripts/bundle_check.sh bfcl                 # venv ~/.cache/agentrft/venv-bfcl
 #   bash scripts/bundle_check.sh tau2 --rows 2        # more rows per task
 #   AGENTRFT_BUNDLE_VENV=.venv bash scripts/bundle_check.sh wordle   # another venv
+#   AGENTRFT_BUNDLE_VENV=.venv bash scripts/bundle_check.sh expense_report --tasks expense_report \
+#       --reward expense_report_strict   # the bundle serves a reward plugin's reward
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: bash scripts/bundle_check.sh PLUGIN [--rows N] [--tasks a,b] [--skip-arm64]}
