@@ -32,7 +32,7 @@ from agentrft.cli.common import (
 from agentrft.cli.errors import CliError
 from agentrft.config import episode_limits
 from agentrft.datasets import task_prompts
-from agentrft.trajectory import Trajectory
+from agentrft.trajectory import FailureKind, Trajectory
 
 
 def play(
@@ -158,7 +158,14 @@ def play(
 
 
 #: Failure kinds of a policy that did not answer (no reply to play).
-POLICY_FAILURES = frozenset({"http_error", "rate_limited", "policy_timeout", "policy_error"})
+POLICY_FAILURES = frozenset(
+    {
+        FailureKind.HTTP_ERROR,
+        FailureKind.RATE_LIMITED,
+        FailureKind.POLICY_TIMEOUT,
+        FailureKind.POLICY_ERROR,
+    }
+)
 
 
 def replay(

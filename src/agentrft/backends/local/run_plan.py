@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentrft.backends.local.engine import uses_tiny_model
 from agentrft.config import Config
 from agentrft.task import Task
 
@@ -34,10 +35,8 @@ def preset_changes(given: Config, config: Config) -> list[str]:
     return changed
 
 
-def say_plan(
-    task: Task[Any], given: Config, config: Config, *, tiny: bool, run_dir: str, say: Any
-) -> None:
-    """What will run, in two or three lines."""
+def say_plan(task: Task[Any], given: Config, config: Config, say: Any) -> None:
+    """What will run, in two or three lines (`given`: the config before the preset)."""
     local = config.local  # type: ignore[attr-defined]
     model = local.model or f"the built-in tiny model ({local.tiny_model}, random init)"
     warmup = f"a {local.sft_warmup_steps}-step SFT warm-up, then " if local.sft_warmup_steps else ""
@@ -48,12 +47,12 @@ def say_plan(
     say(
         f"training {task.name} on {model}: {warmup}{config.max_steps} GRPO steps of "
         f"{config.global_batch_size} prompts x {config.group_size} rollouts (lr "
-        f"{config.learning_rate:g}){evals}; run directory under {run_dir}/",
+        f"{config.learning_rate:g}){evals}; run directory under {local.run_dir}/",
         highlight=False,
     )
     changes = preset_changes(given, config)
     if changes:
-        which = "tiny-model" if tiny else "real-model"
+        which = "tiny-model" if uses_tiny_model(given) else "real-model"
         say(
             f"the {which} CPU preset filled {len(changes)} settings you did not set: "
             f"{', '.join(changes)} (set any of them to override)",

@@ -23,13 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentrft import backend as core
 from agentrft.backend import BackendError
-from agentrft.backends.local.engine import (
-    Engine,
-    apply_cpu_preset,
-    make_engine,
-    train_sampling,
-    uses_tiny_model,
-)
+from agentrft.backends.local.engine import Engine, apply_cpu_preset, make_engine, train_sampling
 from agentrft.backends.local.evals import eval_level, load_eval, run_eval, save_eval
 from agentrft.backends.local.gguf_model import check_model_spec
 from agentrft.backends.local.grpo import GRPOLoop
@@ -104,8 +98,7 @@ def read_inputs(task: Task[Any], config: Config, *, resume: str | None, console:
     else:
         given = config
         config = apply_cpu_preset(config, has_expert=has_expert)
-        say_plan(task, given, config, tiny=uses_tiny_model(given), run_dir=config.local.run_dir,
-                 say=printer(console))  # fmt: skip
+        say_plan(task, given, config, printer(console))
     check_task_fits(task, config, has_expert=has_expert)
     limits = episode_limits(task, config)
     train_rows = train_prompts(task, config)
