@@ -40,7 +40,7 @@ async def time_agentrft(
     from agentrft.backends.local.grpo import GRPOLoop
     from agentrft.backends.local.run import RunDir
     from agentrft.backends.local.trainer import make_trainer
-    from agentrft.config import load_config
+    from agentrft.config_model import load_config
 
     class TextEnv(Environment):
         def on_text_reply(self, text: str) -> None:

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentrft.config import load_config
+from agentrft.config_model import load_config
 from agentrft.testing.relay import CodeRelayTask
 
 

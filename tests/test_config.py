@@ -12,9 +12,9 @@ from agentrft.config import (
     ConfigError,
     dump_config,
     episode_limits,
-    load_config,
     read_config_file,
 )
+from agentrft.config_model import load_config
 
 YAML = """\
 task: find_number
@@ -150,7 +150,7 @@ def test_every_field_is_described_where_it_is_declared() -> None:
     sections included)."""
     from pydantic import BaseModel
 
-    from agentrft.config import config_model
+    from agentrft.config_model import config_model
 
     def undescribed(model: type[BaseModel], prefix: str = "") -> list[str]:
         out = []
@@ -186,7 +186,8 @@ def test_a_setting_one_backend_reads_is_named_in_its_section() -> None:
 
 
 def test_a_backend_section_may_not_take_a_core_name() -> None:
-    from agentrft.config import Section, config_model
+    from agentrft.config import Section
+    from agentrft.config_model import config_model
 
     class Bad(Section):
         """x"""

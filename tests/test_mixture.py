@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from agentrft import ScriptedPolicy
 from agentrft.cli.app import create_app
-from agentrft.config import ConfigError, load_config
+from agentrft.config import ConfigError
+from agentrft.config_model import load_config
 from agentrft.evaluation import evaluate, reports_by_task
 from agentrft.mixture import (
     MixtureTask,
@@ -22,11 +23,10 @@ from agentrft.mixture import (
     mixture_counts,
     parse_task_spec,
     per_task_metrics,
-    resolve_task,
     route_prompt,
     wrap_prompt,
 )
-from agentrft.plugins import PluginError, load_plugins, use_plugins
+from agentrft.plugins import PluginError, load_plugins, resolve_task, use_plugins
 from agentrft.policies.scripted import call
 from agentrft.rollout import run_episode
 from agentrft.testing.tasks import CounterTask, FindNumberTask, counter_script

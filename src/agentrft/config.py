@@ -2,8 +2,9 @@
 
 Hyperparameters shared by the backends sit at the top level under the managed service's
 names (SageMaker AI `AgentRFT` jobs), so a config moves between `local` and `sagemaker`
-unchanged. Each installed backend contributes its own section (`Backend.config_section`,
-e.g. `local:`, `sagemaker:`): the core knows no backend's settings. Unknown keys and unknown
+unchanged. This module is the core schema and knows no backend: each installed backend adds
+its own section (`Backend.config_section`, e.g. `local:`, `sagemaker:`) in
+`agentrft.config_model`, which is where a config file is read. Unknown keys and unknown
 sections are errors that suggest the nearest valid name. Every field says where it is
 declared what it does, why its default is what it is, and where that comes from.
 
@@ -14,9 +15,6 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
-from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
@@ -26,7 +24,6 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
-    create_model,
     field_validator,
 )
 
@@ -41,10 +38,10 @@ from agentrft.config_files import (
     load_yaml,
     parse_override,
     read_config_file,
-    set_path,
     short,
     yaml_error_line,
 )
+from agentrft.mixture import TaskMixture
 
 if TYPE_CHECKING:
     from agentrft.task import EpisodeLimits, Task
@@ -62,16 +59,12 @@ __all__ = [
     "EvalConfig",
     "LimitsConfig",
     "Section",
-    "config_model",
-    "default_config",
     "dump_config",
     "episode_limits",
     "explain_validation",
-    "load_config",
     "load_yaml",
     "parse_override",
     "read_config_file",
-    "validate_config",
     "yaml_error_line",
 ]
 
@@ -143,8 +136,8 @@ class EvalConfig(Section):
 
 class Config(Section):
     """The resolved configuration: the shared keys, `limits`, `eval`, and one section per
-    installed backend (see `config_model`). Build one with `load_config` or
-    `validate_config`, not with `Config(...)`, so the backends' sections are there."""
+    installed backend (see `agentrft.config_model`). Build one with that module's
+    `load_config` or `validate_config`, not with `Config(...)`, so the sections are there."""
 
     task: str | None = Field(None, description="Task name (see `agentrft tasks`).")
     tasks: dict[str, float] | None = Field(
@@ -163,8 +156,6 @@ class Config(Section):
     def _check_tasks(cls, value: dict[str, float] | None, info: ValidationInfo) -> Any:
         if value is None:
             return value
-        from agentrft.mixture import TaskMixture
-
         if info.data.get("task"):
             raise ValueError(
                 f"tasks: set either `task` ({info.data['task']!r}) or `tasks`, not both; a "
@@ -312,80 +303,6 @@ SHARED_HYPERPARAMETERS = (
 )  # fmt: skip
 
 
-# -- sections from the installed backends ---------------------------------------------------
-
-
-def installed_sections() -> dict[str, type[BaseModel]]:
-    """Backend name -> its config section model, for every installed backend that has one."""
-    from agentrft.plugins import get_plugins
-
-    return {
-        name: cls.config_section
-        for name, cls in get_plugins().backend_classes().items()
-        if cls.config_section is not None
-    }
-
-
-def config_model(sections: Mapping[str, type[BaseModel]] | None = None) -> type[Config]:
-    """`Config` with one field per section (default: the installed backends'), so
-    `config.local` and `config.sagemaker` are typed sections and `local.modle` is refused."""
-    chosen = installed_sections() if sections is None else dict(sections)
-    return _config_model(tuple(sorted(chosen.items())))
-
-
-@lru_cache(maxsize=16)
-def _config_model(sections: tuple[tuple[str, type[BaseModel]], ...]) -> type[Config]:
-    if not sections:
-        return Config
-    for name, model in sections:
-        if name in Config.model_fields:
-            raise ConfigError(
-                f"backend {name!r} cannot own a config section: {name!r} is a core key"
-            )
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            raise ConfigError(f"backend {name!r}: config_section must be a pydantic model")
-    fields: dict[str, Any] = {
-        name: (model, Field(default_factory=model, description=(model.__doc__ or "").strip()))
-        for name, model in sections
-    }
-    return create_model("Config", __base__=Config, __module__=__name__, **fields)
-
-
-def load_config(
-    path: str | Path | None = None,
-    overrides: list[str] | None = None,
-    values: dict[str, Any] | None = None,
-    sections: Mapping[str, type[BaseModel]] | None = None,
-) -> Config:
-    """Load `path` (optional), apply `values` (dotted keys) then `overrides` (`a.b=v`)."""
-    data: dict[str, Any] = read_config_file(path) if path else {}
-    for key, value in (values or {}).items():
-        if value is not None:
-            set_path(data, key.split("."), value)
-    for item in overrides or []:
-        p, v = parse_override(item)
-        set_path(data, p, v)
-    return validate_config(data, source=str(path) if path else "config", sections=sections)
-
-
-def validate_config(
-    data: dict[str, Any],
-    source: str = "config",
-    sections: Mapping[str, type[BaseModel]] | None = None,
-) -> Config:
-    """`data` (a nested dict) as a `Config` with the installed backends' sections."""
-    model = config_model(sections)
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(explain_validation(exc, source, model)) from None
-
-
-def default_config() -> Config:
-    """Every default, with the installed backends' sections."""
-    return validate_config({})
-
-
 #: Errors listed for one config; the rest are counted.
 _MAX_ERRORS = 5
 
@@ -394,7 +311,7 @@ def explain_validation(
     exc: ValidationError, source: str, model: type[BaseModel] | None = None
 ) -> str:
     """One line per error (at most `_MAX_ERRORS`), naming the key and the fix."""
-    model = model or config_model()
+    model = model or Config
     lines = []
     errors = exc.errors()
     for err in errors[:_MAX_ERRORS]:

@@ -17,14 +17,10 @@ This is a reason to read the episodes (`agentrft replay FILE --index N`), not pr
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from agentrft.trajectory import FailureKind, Trajectory
-
-if TYPE_CHECKING:
-    from agentrft.evaluation import EvalReport
 
 #: Nearly every episode: the share of a set's episodes that must have a feature before
 #: the set counts as collapsed into it ("most rollouts", not a few stragglers).
@@ -57,17 +53,22 @@ class EpisodeShape:
         )
 
     @classmethod
-    def of_report(cls, report: EvalReport) -> EpisodeShape:
+    def of_counts(
+        cls,
+        episodes: int,
+        failure_kinds: Mapping[str, int],
+        turn_histogram: Mapping[int, int],
+        mean_reward: float,
+    ) -> EpisodeShape:
         """From an eval report's counts (failure kinds are counted once per episode)."""
-        kinds = report.failure_kinds
         return cls(
-            episodes=report.episodes,
+            episodes=episodes,
             counts={
-                PLAIN_TEXT_CALL: kinds.get(PLAIN_TEXT_CALL, 0),
-                TRUNCATED: kinds.get(TRUNCATED, 0),
-                ONE_TURN: report.turn_histogram.get(1, 0),
+                PLAIN_TEXT_CALL: failure_kinds.get(PLAIN_TEXT_CALL, 0),
+                TRUNCATED: failure_kinds.get(TRUNCATED, 0),
+                ONE_TURN: turn_histogram.get(1, 0),
             },
-            mean_reward=report.mean_reward,
+            mean_reward=mean_reward,
         )
 
     def holds(self, feature: str, share: float = SUSPECT_SHARE) -> bool:

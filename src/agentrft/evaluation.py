@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from agentrft.episode_shape import EpisodeShape, collapsed, describe
 from agentrft.group_scoring import run_grouped_episodes
+from agentrft.mixture import MixtureTask
 from agentrft.policy import Policy, Sampling
 from agentrft.redact import scrub
 from agentrft.rollout import EpisodeCallback, RewardFn
@@ -377,9 +379,10 @@ def suspect_shapes(reports: Sequence[EvalReport]) -> list[str]:
     + truncated`) when it points to an exploit, else "". The other reports are the
     references: a cut-off or one-turn collapse is suspect only when a report without it
     scored lower (the shape paid); a call recovered from text always is."""
-    from agentrft.episode_shape import EpisodeShape, collapsed, describe
-
-    shapes = [EpisodeShape.of_report(r) for r in reports]
+    shapes = [
+        EpisodeShape.of_counts(r.episodes, r.failure_kinds, r.turn_histogram, r.mean_reward)
+        for r in reports
+    ]
     out = []
     for i, shape in enumerate(shapes):
         features = collapsed(shape, shapes[:i] + shapes[i + 1 :])
@@ -472,8 +475,6 @@ async def evaluate(
 
 
 def _subtask_names(task: Task[Any, Any]) -> list[str]:
-    from agentrft.mixture import MixtureTask
-
     return list(task.tasks) if isinstance(task, MixtureTask) else []
 
 

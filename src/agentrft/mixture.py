@@ -46,7 +46,6 @@ __all__ = [
     "mixture_counts",
     "parse_task_spec",
     "per_task_metrics",
-    "resolve_task",
     "route_prompt",
     "row_task_counts",
     "subtasks",
@@ -374,25 +373,6 @@ def per_task_metrics(
         out[f"solve_rate/{name}"] = sum(t.solved for t in group) / len(group)
         out[f"rollouts/{name}"] = float(len(group))
     return out
-
-
-def resolve_task(
-    task: str | None = None, tasks: Mapping[str, float] | None = None
-) -> Task[Any, Any]:
-    """The task a run plays: `task` (a name, or a `--task a=0.7,b=0.3` spec) or the
-    config's `tasks` mixture; every name is looked up in the installed plugins (an
-    unknown one is a `PluginError` listing the installed tasks)."""
-    from agentrft.plugins import get_plugins
-
-    mixture = TaskMixture.of(tasks) if tasks else parse_task_spec(task) if task else None
-    plugins = get_plugins()
-    if mixture is None:
-        if not task:
-            raise ValueError("name a task (`task`) or several (`tasks`)")
-        return plugins.task(task)  # type: ignore[no-any-return]
-    if len(mixture.names) == 1:
-        return plugins.task(mixture.names[0])  # type: ignore[no-any-return]
-    return MixtureTask({n: plugins.task(n) for n in mixture.names}, mixture)
 
 
 def subtasks(task: Task[Any, Any]) -> dict[str, Task[Any, Any]]:

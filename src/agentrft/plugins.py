@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 import importlib.metadata as md
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -31,6 +31,7 @@ import pluggy
 from agentrft import hookspecs
 from agentrft.backend import Backend
 from agentrft.hookspecs import PROJECT
+from agentrft.mixture import MixtureTask, TaskMixture, parse_task_spec
 from agentrft.reward import NamedReward
 from agentrft.task import Task
 
@@ -440,3 +441,20 @@ def use_plugins(plugins: Plugins) -> Iterator[Plugins]:
         yield plugins
     finally:
         _override = previous
+
+
+def resolve_task(
+    task: str | None = None, tasks: Mapping[str, float] | None = None
+) -> Task[Any, Any]:
+    """The task a run plays: `task` (a name, or a `--task a=0.7,b=0.3` spec) or the
+    config's `tasks` mixture; every name is looked up in the installed plugins (an
+    unknown one is a `PluginError` listing the installed tasks)."""
+    mixture = TaskMixture.of(tasks) if tasks else parse_task_spec(task) if task else None
+    plugins = get_plugins()
+    if mixture is None:
+        if not task:
+            raise ValueError("name a task (`task`) or several (`tasks`)")
+        return plugins.task(task)  # type: ignore[no-any-return]
+    if len(mixture.names) == 1:
+        return plugins.task(mixture.names[0])  # type: ignore[no-any-return]
+    return MixtureTask({n: plugins.task(n) for n in mixture.names}, mixture)

@@ -595,7 +595,8 @@ def test_the_alias_bomb_is_refused_before_it_expands() -> None:
 
 
 def test_config_errors_are_one_line_per_key(tmp_path: Path) -> None:
-    from agentrft.config import ConfigError, load_config
+    from agentrft.config import ConfigError
+    from agentrft.config_model import load_config
 
     path = tmp_path / "c.yaml"
     path.write_text("eval:\n  temperatures: [" + ", ".join(["9"] * 50) + "]\n")
@@ -607,7 +608,8 @@ def test_config_errors_are_one_line_per_key(tmp_path: Path) -> None:
 
 
 def test_every_float_hyperparameter_refuses_inf_and_nan() -> None:
-    from agentrft.config import ConfigError, config_model, validate_config
+    from agentrft.config import ConfigError
+    from agentrft.config_model import config_model, validate_config
 
     def float_fields(model: type, prefix: str = "") -> list[str]:
         out = []

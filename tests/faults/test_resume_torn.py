@@ -151,7 +151,7 @@ KILLED_RUN = textwrap.dedent(
 
     from agentrft.backends.local import grpo
     from agentrft.backends.local.backend import train_async
-    from agentrft.config import load_config
+    from agentrft.config_model import load_config
     from agentrft.trajectory import trajectory_line
 
     spec = importlib.util.spec_from_file_location("local_conftest", sys.argv[2])

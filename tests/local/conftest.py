@@ -17,7 +17,8 @@ from agentrft import (
     call,
     tool,
 )
-from agentrft.config import Config, load_config
+from agentrft.config import Config
+from agentrft.config_model import load_config
 
 pytest.importorskip("torch")
 pytest.importorskip("peft")

@@ -14,7 +14,8 @@ from agentrft.backends.local import advantages, loss
 from agentrft.backends.local import plugin as local_plugin
 from agentrft.backends.local.algorithms import check_algorithms, install_plugin_algorithms
 from agentrft.cli.app import create_app
-from agentrft.config import ConfigError, load_config
+from agentrft.config import ConfigError
+from agentrft.config_model import load_config
 from agentrft.plugins import PluginError, load_plugins, use_plugins
 from agentrft.testing import FindNumberTask
 

@@ -242,7 +242,7 @@ async def test_expert_sequences_are_cut_to_max_length(chat: ChatTokenizer):
 
 def test_cpu_preset_caps_sft_sequences(tmp_path):
     from agentrft.backends.local.engine import apply_cpu_preset, uses_tiny_model
-    from agentrft.config import load_config
+    from agentrft.config_model import load_config
 
     config = load_config(overrides=[f"local.run_dir={tmp_path}"])
     if not uses_tiny_model(config):

@@ -18,7 +18,7 @@ from agentrft.backends.local.chat_tokens import TokenPolicy
 from agentrft.backends.local.engine import resolve_model_path
 from agentrft.backends.local.gguf_model import from_pretrained_args, package_gguf
 from agentrft.backends.local.tiny_model import CHAT_TEMPLATE
-from agentrft.config import load_config
+from agentrft.config_model import load_config
 
 from .conftest import TORCH_THREADS, FruitGuess
 

@@ -205,7 +205,7 @@ def test_group_size_must_divide_the_rewards():
 def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
     from agentrft.backends.local.sequences import TrainSequence
     from agentrft.backends.local.trainer import make_trainer, sequence_logprobs
-    from agentrft.config import validate_config
+    from agentrft.config_model import validate_config
 
     # In float64. The two paths add the rows' gradients of the shared head at different
     # points: the plain forward sums them after every layer's backward, the shared head
@@ -252,7 +252,7 @@ def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
 def test_trainer_step_with_kl_reports_it_and_moves_the_adapter(tiny_156k):
     from agentrft.backends.local.sequences import TrainSequence
     from agentrft.backends.local.trainer import make_trainer
-    from agentrft.config import validate_config
+    from agentrft.config_model import validate_config
 
     config = validate_config(
         dict(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"kl_beta": 0.1})
@@ -272,7 +272,7 @@ def test_trainer_step_with_kl_reports_it_and_moves_the_adapter(tiny_156k):
 def test_kl_reference_is_the_policy_rl_starts_from(tiny_156k):
     from agentrft.backends.local.sequences import TrainSequence
     from agentrft.backends.local.trainer import make_trainer
-    from agentrft.config import validate_config
+    from agentrft.config_model import validate_config
 
     config = validate_config(
         dict(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"kl_beta": 0.1})
@@ -349,7 +349,7 @@ def test_turn_credit_lands_on_its_turns_tokens():
 def test_trainer_per_token_advantages_align_with_the_tokens_they_score(tiny_156k):
     from agentrft.backends.local.sequences import TrainSequence
     from agentrft.backends.local.trainer import make_trainer
-    from agentrft.config import validate_config
+    from agentrft.config_model import validate_config
 
     config = validate_config(
         dict(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"dtype": "float64"})

@@ -24,7 +24,7 @@ from agentrft.backends.sagemaker.testing.stubbed import (
     job_arn,
     stubbed_aws,
 )
-from agentrft.config import load_config
+from agentrft.config_model import load_config
 from agentrft.testing import FindNumberTask
 
 REGION = "us-east-1"

@@ -17,7 +17,7 @@ from agentrft.backends.sagemaker.jobs import recipe
 from agentrft.backends.sagemaker.jobs.job_document import validate_request
 from agentrft.backends.sagemaker.jobs.static_checks import bucket_problem, input_problems
 from agentrft.cli.app import create_app
-from agentrft.config import load_config
+from agentrft.config_model import load_config
 from agentrft.plugins import load_plugins, use_plugins
 
 ACCOUNT = "111122223333"

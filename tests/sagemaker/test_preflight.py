@@ -20,7 +20,7 @@ from agentrft.backends.sagemaker.jobs.iam import job_role_trust_policy, trust_pr
 from agentrft.backends.sagemaker.jobs.preflight import run_preflight
 from agentrft.backends.sagemaker.settings import SageMakerTrainOptions
 from agentrft.backends.sagemaker.testing.stubbed import ACCOUNT, stubbed_aws
-from agentrft.config import load_config
+from agentrft.config_model import load_config
 from agentrft.testing import FindNumberTask
 
 REGION = "us-east-1"

@@ -494,7 +494,7 @@ def sdk_create_job(hyperparameters: dict[str, Any], tmp: Path) -> tuple[dict[str
 
 def test_a_value_set_to_todays_default_is_sent_by_agentrft_only(tmp_path: Path) -> None:
     from agentrft.backends.sagemaker.jobs.job_document import training_hyperparameters
-    from agentrft.config import load_config
+    from agentrft.config_model import load_config
 
     theirs, _ = sdk_create_job({"max_steps": 50, "group_size": 16}, tmp_path)
     doc = json.loads(theirs["JobConfigDocument"])

@@ -62,7 +62,7 @@ def test_local_training_run_on_telecom_completes(tmp_path: Path) -> None:
     """A short SFT warm-up on the expert's telecom games (the user's phone steps stay out of
     what is trained on) and a GRPO step whose rollouts play telecom with the scripted user."""
     from agentrft.backends.local.backend import LocalBackend
-    from agentrft.config import load_config
+    from agentrft.config_model import load_config
 
     config = load_config(
         values={

@@ -59,7 +59,7 @@ def console() -> Console:
 
 def load_task(name: str | None) -> Task[Any, Any]:
     """The task `name`, or the mixture a `--task a=0.7,b=0.3` (or `a,b`) spec names."""
-    from agentrft.mixture import resolve_task
+    from agentrft.plugins import resolve_task
 
     if not name:
         raise CliError("pass --task NAME (see `agentrft tasks` for the installed tasks)")
@@ -171,8 +171,8 @@ def resolve_config(
     config: Path | None, set_: list[str] | None, values: dict[str, Any]
 ) -> tuple[Config, Task[Any, Any]]:
     """The config (file < flags < --set) and the task it names."""
-    from agentrft.config import load_config
-    from agentrft.mixture import resolve_task
+    from agentrft.config_model import load_config
+    from agentrft.plugins import resolve_task
 
     cfg = load_config(config, overrides=set_ or [], values=values)
     if cfg.tasks:

@@ -50,10 +50,11 @@ def show(
     ] = None,
 ) -> None:
     """Print the configuration that train/eval would use, defaults included."""
-    from agentrft.config import dump_config, load_config
+    from agentrft.config import dump_config
+    from agentrft.config_model import load_config
 
     resolved = load_config(config, overrides=set_ or [], values={"task": task})
-    from agentrft.mixture import resolve_task
+    from agentrft.plugins import resolve_task
 
     the_task = (
         resolve_task(tasks=resolved.tasks)  # several tasks: the mixture they make

@@ -26,6 +26,14 @@ _RANDOM_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
+class ArenaInstance:
+    """A parsed row: the seed TextArena resets the game with, and the row's id."""
+
+    seed: int
+    id: str | None = None
+
+
+@dataclass(frozen=True)
 class Outcome:
     """TextArena's verdict on a game, from `env.close()` (None/False while it runs).
 

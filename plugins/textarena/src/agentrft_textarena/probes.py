@@ -9,12 +9,41 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, cast
 
-from agentrft import RewardSample, Trajectory, call, replay_policy, run_episode, run_sync
+from agentrft import (
+    Policy,
+    RewardSample,
+    Task,
+    TieredReward,
+    Trajectory,
+    call,
+    replay_policy,
+    run_episode,
+    run_sync,
+)
+from agentrft_textarena.arena import ArenaGame, ArenaInstance
+from agentrft_textarena.experts import lights_out_presses
 
-if TYPE_CHECKING:
-    from agentrft_textarena.task import TextArenaTask
+
+class TextArenaTask(Protocol):
+    """What the probes use of a TextArena task (the task module imports this one, so the
+    probes name its parts instead of its class)."""
+
+    game: str
+
+    @property
+    def tiers(self) -> TieredReward | None: ...
+
+    def secret(self, game: ArenaGame) -> Any: ...
+
+    def new_game(self, instance: ArenaInstance) -> ArenaGame: ...
+
+    @staticmethod
+    def row(seed: int, row_id: str | None = None) -> dict[str, str]: ...
+
+    def expert(self) -> Policy: ...
+
 
 #: Game seeds the probes play (fixed: the reward check is deterministic).
 PROBE_SEEDS = (11, 23, 38)
@@ -66,8 +95,6 @@ def _mastermind_probes(secret: list[int]) -> Iterator[tuple[str, list[Any]]]:
 
 
 def _lights_out_probes(board: list[list[bool]]) -> Iterator[tuple[str, list[Any]]]:
-    from agentrft_textarena.experts import lights_out_presses
-
     solution = lights_out_presses(board)
     # LightsOut-v0 ends at 20 presses, scored by the share of the lights on at the start
     # that are off now. A cell pressed 20 times leaves the board as it was: completion 0.
@@ -94,8 +121,6 @@ def _lights_out_probes(board: list[list[bool]]) -> Iterator[tuple[str, list[Any]
 
 def probe_games(task: TextArenaTask, seed: int) -> Iterator[tuple[str, list[Any] | None]]:
     """(label, replies or None for the expert) for a game of `seed`."""
-    from agentrft_textarena.task import ArenaInstance
-
     secret = task.secret(task.new_game(ArenaInstance(seed=seed)))
     yield "expert", None
     families: dict[str, Callable[[Any], Iterator[tuple[str, list[Any]]]]] = {
@@ -116,7 +141,7 @@ async def play_probes(
         for label, replies in probe_games(task, seed):
             row = task.row(seed, f"probe_{seed}")["prompt"]
             policy = task.expert() if replies is None else replay_policy(replies)
-            out.append((label, seed, await run_episode(task, row, policy)))
+            out.append((label, seed, await run_episode(cast(Task[Any, Any], task), row, policy)))
     return out
 
 

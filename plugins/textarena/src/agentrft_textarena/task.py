@@ -10,7 +10,6 @@ import json
 import random
 from abc import abstractmethod
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from agentrft import (
@@ -26,8 +25,9 @@ from agentrft import (
     Trajectory,
     tool,
 )
-from agentrft_textarena.arena import ArenaGame
+from agentrft_textarena.arena import ArenaGame, ArenaInstance
 from agentrft_textarena.experts import expert_policy
+from agentrft_textarena.probes import played_reward_samples
 from agentrft_textarena.reward import TIERS, score_outcome
 
 #: Seeds of each split end in different digits, so splits never share a game.
@@ -41,14 +41,6 @@ Make every move with the move tool: pass the move exactly in the game's notation
 example {"action": "[5]"}. One move per call; read the game's reply before the next move. \
 An invalid move is answered with a warning; a second invalid move in a row ends the game. \
 The game ends when you win, run out of turns or make two invalid moves in a row."""
-
-
-@dataclass(frozen=True)
-class ArenaInstance:
-    """A parsed row: the seed TextArena resets the game with, and the row's id."""
-
-    seed: int
-    id: str | None = None
 
 
 class TextArenaEnvironment(Environment):
@@ -191,8 +183,6 @@ class TextArenaTask(Task[ArenaInstance, TextArenaEnvironment]):
 
     def reward_samples(self) -> Iterable[RewardSample]:
         """The declared tiers at extreme shaping, and rewards of real scripted games."""
-        from agentrft_textarena.probes import played_reward_samples
-
         yield from super().reward_samples()
         yield from played_reward_samples(self)
 

@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from agentrft.backend import BackendError
-from agentrft.config import Config, dump_config, load_config
+from agentrft.config import Config, dump_config
+from agentrft.config_model import load_config
 from agentrft.redact import scrub
 
 log = logging.getLogger(__name__)

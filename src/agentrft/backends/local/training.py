@@ -34,7 +34,8 @@ from agentrft.backends.local.sft import sft_warmup
 from agentrft.backends.local.trainer import LoRATrainer, make_trainer
 from agentrft.backends.local.view import LiveView
 from agentrft.backends.local.warmup import describe_source, warmup_task
-from agentrft.config import Config, episode_limits, validate_config
+from agentrft.config import Config, episode_limits
+from agentrft.config_model import validate_config
 from agentrft.plugins import get_plugins
 from agentrft.redact import restore_redacted
 from agentrft.task import EpisodeLimits, Task, TaskInputError

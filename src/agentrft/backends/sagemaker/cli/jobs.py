@@ -37,7 +37,7 @@ def _console() -> Any:
 
 
 def _load_config(path: Path | None, values: dict[str, Any]) -> Any:
-    from agentrft.config import load_config
+    from agentrft.config_model import load_config
 
     return load_config(path, values={k: v for k, v in values.items() if v is not None})
 

@@ -569,7 +569,7 @@ def _preflight_ok(aws: Aws, role_arn: str) -> bool:
     from rich.console import Console
 
     from agentrft.backends.sagemaker.jobs.preflight import run_preflight
-    from agentrft.config import default_config
+    from agentrft.config_model import default_config
 
     report = run_preflight(default_config(), purpose="deploy", aws=aws, runtime_role_arn=role_arn)
     report.render(Console(stderr=True))

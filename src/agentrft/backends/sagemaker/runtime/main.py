@@ -31,8 +31,8 @@ def load_app(task_name: str, reward: str | None = None) -> Any:
             f"the runtime app needs the sagemaker extra ({exc.name or exc} is missing): "
             "pip install 'agentrft[sagemaker]'"
         ) from None
-    from agentrft.mixture import MixtureTask, resolve_task
-    from agentrft.plugins import get_plugins
+    from agentrft.mixture import MixtureTask
+    from agentrft.plugins import get_plugins, resolve_task
 
     plugins = get_plugins()
     # `wordle,expense_report`: one runtime serves several tasks, each row routed to its

@@ -1,0 +1,83 @@
+"""The import graph has no circles and the core names no backend.
+
+Every import counts, module level, inside a function or under `TYPE_CHECKING`: an import
+moved into a function hides a loop from Python's import machinery, not from a reader. The
+graph is grimp's (the engine of import-linter), built from the installed packages' source.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import grimp
+import pytest
+
+#: Packages whose graphs must be acyclic: the core and every plugin installed in this venv.
+PACKAGES = [
+    name
+    for name in (
+        "agentrft",
+        "agentrft_wordle",
+        "agentrft_expense_report",
+        "agentrft_ticket_triage",
+        "agentrft_reward_example",
+        "agentrft_textarena",
+        "agentrft_bfcl",
+        "agentrft_tau2",
+    )
+    if importlib.util.find_spec(name) is not None
+]
+
+
+def cycle_edges(graph: grimp.ImportGraph) -> list[tuple[str, str]]:
+    """Every direct import A -> B for which B also reaches A: the arrows on a circle."""
+    return [
+        (importer, imported)
+        for importer in sorted(graph.modules)
+        for imported in sorted(graph.find_modules_directly_imported_by(importer))
+        if graph.chain_exists(importer=imported, imported=importer)
+    ]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_circles(package: str) -> None:
+    graph = grimp.build_graph(package, cache_dir=None)
+    edges = cycle_edges(graph)
+    assert not edges, "imports on a circle (importer -> imported): " + ", ".join(
+        f"{a} -> {b}" for a, b in edges
+    )
+
+
+def test_the_check_sees_a_circle() -> None:
+    """The check itself: a graph with a loop through a function-level import is caught."""
+    graph = grimp.ImportGraph()
+    for module in ("pkg", "pkg.config", "pkg.plugins", "pkg.backend"):
+        graph.add_module(module)
+    graph.add_import(importer="pkg.config", imported="pkg.plugins")
+    graph.add_import(importer="pkg.plugins", imported="pkg.backend")
+    graph.add_import(importer="pkg.backend", imported="pkg.config")
+    assert len(cycle_edges(graph)) == 3
+
+
+def test_core_imports_no_backend() -> None:
+    """Backends plug into the core through entry points; the core never names one."""
+    graph = grimp.build_graph("agentrft", cache_dir=None)
+    wrong = [
+        f"{module} -> {imported}"
+        for module in sorted(graph.modules)
+        if not module.startswith("agentrft.backends")
+        for imported in graph.find_modules_directly_imported_by(module)
+        if imported.startswith("agentrft.backends")
+    ]
+    assert not wrong, "core modules import a backend: " + ", ".join(wrong)
+
+
+def test_backends_import_each_other_not() -> None:
+    """The local and SageMaker backends share only the core."""
+    graph = grimp.build_graph("agentrft", cache_dir=None)
+    pairs = [("agentrft.backends.local", "agentrft.backends.sagemaker")]
+    for a, b in pairs:
+        for x, y in ((a, b), (b, a)):
+            assert not graph.chain_exists(importer=x, imported=y, as_packages=True), (
+                f"{x} imports {y}"
+            )
