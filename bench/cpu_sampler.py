@@ -97,7 +97,7 @@ def make_adapter(model_dir: str, out: Path, seed: int = 0) -> Path:
 async def run_transformers(
     model_dir: str, adapter: Path, batches: dict[int, list[list[int]]], tokens: int, dtype: str
 ) -> dict[str, Any]:
-    from agentrft.backends.local.hf_sampler import HFSampler
+    from agentrft.backends.local.inference.hf_sampler import HFSampler
     from agentrft.policy import Sampling
 
     sampler = HFSampler.from_pretrained(model_dir, device="cpu", dtype=dtype)
@@ -137,8 +137,8 @@ async def run_vllm(
     model_dir: str, adapter: Path, batches: dict[int, list[list[int]]], tokens: int,
     python: str,
 ) -> dict[str, Any]:  # fmt: skip
-    from agentrft.backends.local.vllm_sampler import VLLMSampler
-    from agentrft.backends.local.vllm_server import VLLMServer, VLLMServerConfig
+    from agentrft.backends.local.inference.vllm_sampler import VLLMSampler
+    from agentrft.backends.local.inference.vllm_server import VLLMServer, VLLMServerConfig
     from agentrft.policy import Sampling
 
     server = VLLMServer(
@@ -222,8 +222,8 @@ def trainer_logprobs(model_dir: str, adapter: Path, prompts_: list[list[int]],
                      sample: dict[str, Any], dtype: str) -> list[list[float]]:  # fmt: skip
     import torch
 
-    from agentrft.backends.local.sequences import TrainSequence
-    from agentrft.backends.local.trainer import LoRATrainer, sequence_logprobs
+    from agentrft.backends.local.algo.sequences import TrainSequence
+    from agentrft.backends.local.algo.trainer import LoRATrainer, sequence_logprobs
 
     trainer = LoRATrainer(model_dir, dtype=dtype, adapter_path=str(adapter))
     out = []
@@ -266,9 +266,9 @@ def main() -> None:
     p.add_argument("--llama-python", default=os.environ.get("LLAMA_CPP_PYTHON", ".venv-llama/bin/python"))  # fmt: skip
     a = p.parse_args()
 
-    from agentrft.backends.local.chat_tokens import ChatTokenizer
-    from agentrft.backends.local.gguf_model import ensure_converted, package_gguf
-    from agentrft.backends.local.model_loading import load_tokenizer
+    from agentrft.backends.local.inference.chat_tokens import ChatTokenizer
+    from agentrft.backends.local.models.gguf_model import ensure_converted, package_gguf
+    from agentrft.backends.local.models.model_loading import load_tokenizer
 
     gguf_file = str(package_gguf(MODEL))
     model_dir = str(ensure_converted(gguf_file))

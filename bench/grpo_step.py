@@ -36,10 +36,10 @@ async def time_agentrft(
     model_dir: str, steps: int, run_dir: Path, device: str = "cpu"
 ) -> list[float]:
     from agentrft import Environment, EpisodeLimits, RewardResult, Task
-    from agentrft.backends.local.engine import make_engine, train_sampling
-    from agentrft.backends.local.grpo import GRPOLoop
-    from agentrft.backends.local.run import RunDir
-    from agentrft.backends.local.trainer import make_trainer
+    from agentrft.backends.local.algo.trainer import make_trainer
+    from agentrft.backends.local.run.engine import make_engine, train_sampling
+    from agentrft.backends.local.run.grpo import GRPOLoop
+    from agentrft.backends.local.run.run_dir import RunDir
     from agentrft.config_model import load_config
 
     class TextEnv(Environment):
@@ -155,7 +155,7 @@ def time_trl(model_dir: str, steps: int, out_dir: Path) -> list[float]:
 def main() -> None:
     import torch
 
-    from agentrft.backends.local.tiny_model import ensure_tiny_model
+    from agentrft.backends.local.models.tiny_model import ensure_tiny_model
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=5, help="timed steps (after one warm-up)")

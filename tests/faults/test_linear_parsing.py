@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from agentrft import EpisodeLimits, Message, ScriptedPolicy, call, replay_policy, run_episode
-from agentrft.backends.local.chat_tokens import parse_tool_calls
+from agentrft.backends.local.inference.chat_tokens import parse_tool_calls
 from agentrft.testing import FindNumberTask
 
 #: The episode budget of every case: generous for a linear parser on a shared CPU, far too

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("mlflow")
 
-from agentrft.backends.local.run import TELEMETRY_ENV, RunDir, Tracker, import_mlflow
+from agentrft.backends.local.run.run_dir import TELEMETRY_ENV, RunDir, Tracker, import_mlflow
 
 # MLflow also turns telemetry off by itself under pytest and in CI (mlflow/telemetry/utils.py
 # `_is_ci_env_or_testing`), which would hide a regression: the check runs in a child
@@ -28,7 +28,7 @@ _MLFLOW_SELF_DISABLE = {
 START_TRACKER = textwrap.dedent(
     """
     import os, sys
-    from agentrft.backends.local.run import RunDir, Tracker
+    from agentrft.backends.local.run.run_dir import RunDir, Tracker
 
     assert "mlflow" not in sys.modules
     tracker = Tracker(RunDir(sys.argv[1]), enabled=True, tracking_uri=None,

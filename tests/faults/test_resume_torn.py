@@ -21,7 +21,7 @@ import pytest
 
 from agentrft.backend import BackendError
 from agentrft.backends.local.backend import train_async
-from agentrft.backends.local.run import RunDir
+from agentrft.backends.local.run.run_dir import RunDir
 from agentrft.config import dump_config
 
 from ..local.conftest import CountA, tiny_config
@@ -32,7 +32,7 @@ COMMON = dict(
     global_batch_size=2, group_size=4, max_steps=4, sampling_max_tokens=16,
     learning_rate=5e-3, **{"local.tiny_model": "156k", "local.checkpoint_every": 2},
 )  # fmt: skip
-RUN_LOG = "agentrft.backends.local.run"
+RUN_LOG = "agentrft.backends.local.run.run_dir"
 
 
 def _metrics(run_dir: Path) -> list[dict]:
@@ -149,7 +149,7 @@ KILLED_RUN = textwrap.dedent(
     """
     import asyncio, importlib.util, os, signal, sys
 
-    from agentrft.backends.local import grpo
+    from agentrft.backends.local.run import grpo
     from agentrft.backends.local.backend import train_async
     from agentrft.config_model import load_config
     from agentrft.trajectory import trajectory_line

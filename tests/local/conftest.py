@@ -152,13 +152,13 @@ def tiny_config(tmp_path: Any, **values: Any) -> Config:
 
 @pytest.fixture(scope="session")
 def tiny_1m() -> str:
-    from agentrft.backends.local.tiny_model import ensure_tiny_model
+    from agentrft.backends.local.models.tiny_model import ensure_tiny_model
 
     return str(ensure_tiny_model("1m"))
 
 
 @pytest.fixture(scope="session")
 def tiny_156k() -> str:
-    from agentrft.backends.local.tiny_model import ensure_tiny_model
+    from agentrft.backends.local.models.tiny_model import ensure_tiny_model
 
     return str(ensure_tiny_model("156k"))

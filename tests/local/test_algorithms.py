@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from agentrft import hookimpl
-from agentrft.backends.local import advantages, loss
 from agentrft.backends.local import plugin as local_plugin
-from agentrft.backends.local.algorithms import check_algorithms, install_plugin_algorithms
+from agentrft.backends.local.algo import advantages, loss
+from agentrft.backends.local.algo.algorithms import check_algorithms, install_plugin_algorithms
 from agentrft.cli.app import create_app
 from agentrft.config import ConfigError
 from agentrft.config_model import load_config

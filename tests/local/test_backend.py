@@ -76,7 +76,7 @@ def test_train_logs_to_mlflow_and_prints_before_after(tmp_path):
 
 
 def test_evaluate_with_an_adapter_at_two_temperatures(tmp_path, tiny_156k):
-    from agentrft.backends.local.vllm_adapters import make_adapter
+    from agentrft.backends.local.inference.vllm_adapters import make_adapter
 
     adapter = make_adapter(tiny_156k, tmp_path / "adapter", rank=4, random_b_std=0.1)
     config = tiny_config(
@@ -146,7 +146,7 @@ def test_train_continues_from_a_given_adapter(tmp_path, tiny_156k):
     import torch
     from safetensors.torch import load_file
 
-    from agentrft.backends.local.vllm_adapters import make_adapter
+    from agentrft.backends.local.inference.vllm_adapters import make_adapter
 
     start = make_adapter(tiny_156k, tmp_path / "start", rank=4, alpha=8, random_b_std=0.05)
     config = tiny_config(

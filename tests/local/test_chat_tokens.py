@@ -9,9 +9,13 @@ from typing import Any
 import pytest
 
 from agentrft import Sampling, run_episode
-from agentrft.backends.local.chat_tokens import ChatTokenizer, TokenPolicy, parse_tool_calls
-from agentrft.backends.local.sampler import Generation, TokenSampler
-from agentrft.backends.local.sequences import sft_sequence, trajectory_sequences
+from agentrft.backends.local.algo.sequences import sft_sequence, trajectory_sequences
+from agentrft.backends.local.inference.chat_tokens import (
+    ChatTokenizer,
+    TokenPolicy,
+    parse_tool_calls,
+)
+from agentrft.backends.local.inference.sampler import Generation, TokenSampler
 
 from .conftest import FruitGuess
 
@@ -57,7 +61,7 @@ def test_parse_leaves_an_unterminated_call_in_the_text():
     ],
 )
 def test_hermes_replies_say_whether_a_call_was_left_open(text, calls, unterminated):
-    from agentrft.backends.local.chat_tokens import hermes_call_left_open
+    from agentrft.backends.local.inference.chat_tokens import hermes_call_left_open
 
     assert (len(parse_tool_calls(text)[1]), hermes_call_left_open(text)) == (calls, unterminated)
 
@@ -136,7 +140,7 @@ async def test_an_unclosed_call_is_a_format_fault_even_where_text_is_an_answer(c
     # A text-answer task takes any text reply as the answer; a reply that opened a call and
     # wrote junk where `</tool_call>` belongs is still text (the environment sees it as
     # before), but the turn is reported as a broken call, so format credit can blame it.
-    from agentrft.backends.local.health import format_faults
+    from agentrft.backends.local.run.health import format_faults
     from agentrft.testing.relay import CodeRelayTask
 
     class TextRelay(CodeRelayTask):
@@ -226,7 +230,7 @@ async def test_sft_sequence_trains_assistant_ids_only(chat: ChatTokenizer):
 
 
 async def test_expert_sequences_are_cut_to_max_length(chat: ChatTokenizer):
-    from agentrft.backends.local.sft import expert_sequences
+    from agentrft.backends.local.run.sft import expert_sequences
 
     task = FruitGuess()
     full = await expert_sequences(task, ["cherry"], chat)
@@ -241,7 +245,7 @@ async def test_expert_sequences_are_cut_to_max_length(chat: ChatTokenizer):
 
 
 def test_cpu_preset_caps_sft_sequences(tmp_path):
-    from agentrft.backends.local.engine import apply_cpu_preset, uses_tiny_model
+    from agentrft.backends.local.run.engine import apply_cpu_preset, uses_tiny_model
     from agentrft.config_model import load_config
 
     config = load_config(overrides=[f"local.run_dir={tmp_path}"])

@@ -151,7 +151,7 @@ def test_eval_through_the_local_backend_writes_trajectories(cli: Any, tmp_path: 
 
 
 def test_play_with_a_trained_adapter(cli: Any, tmp_path: Path, tiny_156k: str) -> None:
-    from agentrft.backends.local.vllm_adapters import make_adapter
+    from agentrft.backends.local.inference.vllm_adapters import make_adapter
 
     adapter = make_adapter(tiny_156k, tmp_path / "adapter", rank=4, alpha=8, random_b_std=0.05)
     saved = tmp_path / "played.jsonl"
@@ -178,7 +178,7 @@ def test_the_cpu_preset_says_when_it_shortens_a_tasks_episodes(tmp_path: Path) -
     from rich.console import Console
 
     from agentrft import EpisodeLimits
-    from agentrft.backends.local.training import read_inputs
+    from agentrft.backends.local.run.training import read_inputs
 
     from .conftest import tiny_config
 
@@ -204,7 +204,7 @@ def test_a_run_says_first_what_will_run_and_every_value_the_preset_filled(
 ) -> None:
     from rich.console import Console
 
-    from agentrft.backends.local.training import read_inputs
+    from agentrft.backends.local.run.training import read_inputs
 
     from .conftest import tiny_config
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentrft.backends.local.flops import ModelShape, matmul_peak, segment_context
-from agentrft.backends.local.sequences import TrainSequence
+from agentrft.backends.local.algo.flops import ModelShape, matmul_peak, segment_context
+from agentrft.backends.local.algo.sequences import TrainSequence
 
 
 def test_segment_context_sums_the_attention_spans():
@@ -23,7 +23,7 @@ def test_forward_flops_count_weights_attention_and_trained_logits():
 
 
 def test_the_shape_of_a_real_model_and_the_trainers_count(tiny_156k):
-    from agentrft.backends.local.trainer import LoRATrainer, micro_batches
+    from agentrft.backends.local.algo.trainer import LoRATrainer, micro_batches
 
     trainer = LoRATrainer(tiny_156k, lora_rank=4, lora_alpha=8, micro_batch_size=2)
     shape = ModelShape.of(trainer.model)

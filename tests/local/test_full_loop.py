@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from agentrft import Sampling
-from agentrft.backends.local.engine import make_engine, train_sampling
-from agentrft.backends.local.grpo import GRPOLoop
-from agentrft.backends.local.run import RunDir
-from agentrft.backends.local.sequences import trajectory_sequences
-from agentrft.backends.local.sft import sft_warmup
-from agentrft.backends.local.trainer import make_trainer
+from agentrft.backends.local.algo.sequences import trajectory_sequences
+from agentrft.backends.local.algo.trainer import make_trainer
+from agentrft.backends.local.run.engine import make_engine, train_sampling
+from agentrft.backends.local.run.grpo import GRPOLoop
+from agentrft.backends.local.run.run_dir import RunDir
+from agentrft.backends.local.run.sft import sft_warmup
 from agentrft.config import episode_limits
 from agentrft.trajectory import read_trajectories
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from agentrft import EpisodeLimits, Sampling, run_episode
-from agentrft.backends.local.chat_tokens import TokenPolicy
-from agentrft.backends.local.engine import resolve_model_path
-from agentrft.backends.local.gguf_model import from_pretrained_args, package_gguf
-from agentrft.backends.local.tiny_model import CHAT_TEMPLATE
+from agentrft.backends.local.inference.chat_tokens import TokenPolicy
+from agentrft.backends.local.models.gguf_model import from_pretrained_args, package_gguf
+from agentrft.backends.local.models.tiny_model import CHAT_TEMPLATE
+from agentrft.backends.local.run.engine import resolve_model_path
 from agentrft.config_model import load_config
 
 from .conftest import TORCH_THREADS, FruitGuess
@@ -102,7 +102,7 @@ def _smollm2() -> Path:
 @pytest.mark.slow
 async def test_smollm2_plays_a_multi_turn_tool_episode():
     """Load the real model through the engine and play one fruit game to its end."""
-    from agentrft.backends.local.engine import make_engine
+    from agentrft.backends.local.run.engine import make_engine
 
     path = _smollm2()
     config = load_config(

@@ -33,7 +33,7 @@ async def test_count_a_learns_on_gpu_in_bf16(tmp_path, tiny_1m):
 
 
 def test_trainer_uses_bf16_base_and_fp32_adapter(tiny_1m):
-    from agentrft.backends.local.trainer import make_trainer
+    from agentrft.backends.local.algo.trainer import make_trainer
     from agentrft.config_model import validate_config
 
     trainer = make_trainer(

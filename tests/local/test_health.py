@@ -10,7 +10,7 @@ import pytest
 
 from agentrft import RewardResult
 from agentrft.backends.local.backend import train_async
-from agentrft.backends.local.health import RULES, HealthMonitor, rollout_health
+from agentrft.backends.local.run.health import RULES, HealthMonitor, rollout_health
 
 from .conftest import CountA, FruitGuess, tiny_config
 
@@ -104,7 +104,7 @@ async def test_a_learning_run_has_signal_and_a_fresh_sync(tmp_path, caplog, tiny
 
 
 async def test_a_sampler_that_ignores_syncs_is_reported(tmp_path, caplog, monkeypatch, tiny_1m):
-    from agentrft.backends.local.hf_sampler import HFSampler
+    from agentrft.backends.local.inference.hf_sampler import HFSampler
 
     original = HFSampler._load_adapter
 
@@ -188,7 +188,7 @@ def test_rollout_health_counts_from_trajectories():
 
 
 def test_curriculum_anneals_linearly_from_start_to_end():
-    from agentrft.backends.local.grpo import curriculum_level
+    from agentrft.backends.local.run.grpo import curriculum_level
 
     assert [curriculum_level(3, 0, s, 4) for s in range(1, 5)] == [3, 2, 1, 0]
     assert [curriculum_level(4, 2, s, 5) for s in range(1, 6)] == [4, 4, 3, 2, 2]
@@ -196,7 +196,7 @@ def test_curriculum_anneals_linearly_from_start_to_end():
 
 
 def test_learning_rate_warms_up_linearly(tmp_path):
-    from agentrft.backends.local.grpo import learning_rate_at
+    from agentrft.backends.local.run.grpo import learning_rate_at
 
     config = tiny_config(tmp_path, learning_rate=1e-3, **{"local.lr_warmup_steps": 4})
     assert [learning_rate_at(config, s) for s in (1, 2, 4, 9)] == pytest.approx(

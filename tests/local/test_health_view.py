@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from agentrft.backends.local.backend import train_async
-from agentrft.backends.local.view import LiveView, duration, eta
+from agentrft.backends.local.run.view import LiveView, duration, eta
 
 from .conftest import FruitGuess, tiny_config
 

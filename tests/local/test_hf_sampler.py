@@ -7,14 +7,14 @@ import asyncio
 import pytest
 
 from agentrft import Sampling
-from agentrft.backends.local.sampler import SamplerError, TokenSampler
+from agentrft.backends.local.inference.sampler import SamplerError, TokenSampler
 
 
 @pytest.fixture(scope="module")
 def sampler(tiny_156k: str):
     import torch
 
-    from agentrft.backends.local.hf_sampler import HFSampler
+    from agentrft.backends.local.inference.hf_sampler import HFSampler
 
     from .conftest import TORCH_THREADS
 
@@ -167,7 +167,7 @@ async def test_finish_reasons(sampler):
 
 
 async def test_adapters_by_name_change_logprobs(sampler, tiny_156k, tmp_path):
-    from agentrft.backends.local.vllm_adapters import make_adapter
+    from agentrft.backends.local.inference.vllm_adapters import make_adapter
 
     zero = make_adapter(tiny_156k, tmp_path / "zero", rank=4)
     noisy = make_adapter(tiny_156k, tmp_path / "noisy", rank=4, random_b_std=0.2, seed=1)
@@ -197,8 +197,8 @@ def test_fast_lora_merge_matches_peft(tiny_156k, tmp_path):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from agentrft.backends.local.hf_sampler import _merge_lora_fast
-    from agentrft.backends.local.vllm_adapters import make_adapter
+    from agentrft.backends.local.inference.hf_sampler import _merge_lora_fast
+    from agentrft.backends.local.inference.vllm_adapters import make_adapter
 
     adapter = make_adapter(tiny_156k, tmp_path / "a", rank=4, alpha=16, random_b_std=0.1)
     # float64 (see the sampler fixture): the merged weight and PEFT's x @ A @ B differ only

@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from agentrft.backends.local.advantages import STD_EPS, compute_advantages  # noqa: E402
-from agentrft.backends.local.loss import (  # noqa: E402
+from agentrft.backends.local.algo.advantages import STD_EPS, compute_advantages  # noqa: E402
+from agentrft.backends.local.algo.loss import (  # noqa: E402
     LossInputs,
     LossSettings,
     StepScale,
@@ -203,8 +203,8 @@ def test_group_size_must_divide_the_rewards():
 
 
 def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
-    from agentrft.backends.local.sequences import TrainSequence
-    from agentrft.backends.local.trainer import make_trainer, sequence_logprobs
+    from agentrft.backends.local.algo.sequences import TrainSequence
+    from agentrft.backends.local.algo.trainer import make_trainer, sequence_logprobs
     from agentrft.config_model import validate_config
 
     # In float64. The two paths add the rows' gradients of the shared head at different
@@ -250,8 +250,8 @@ def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
 
 
 def test_trainer_step_with_kl_reports_it_and_moves_the_adapter(tiny_156k):
-    from agentrft.backends.local.sequences import TrainSequence
-    from agentrft.backends.local.trainer import make_trainer
+    from agentrft.backends.local.algo.sequences import TrainSequence
+    from agentrft.backends.local.algo.trainer import make_trainer
     from agentrft.config_model import validate_config
 
     config = validate_config(
@@ -270,8 +270,8 @@ def test_trainer_step_with_kl_reports_it_and_moves_the_adapter(tiny_156k):
 
 
 def test_kl_reference_is_the_policy_rl_starts_from(tiny_156k):
-    from agentrft.backends.local.sequences import TrainSequence
-    from agentrft.backends.local.trainer import make_trainer
+    from agentrft.backends.local.algo.sequences import TrainSequence
+    from agentrft.backends.local.algo.trainer import make_trainer
     from agentrft.config_model import validate_config
 
     config = validate_config(
@@ -315,7 +315,7 @@ def test_per_token_advantages_give_minus_a_t_m_over_n():
 
 
 def test_turn_penalty_credit_is_centred_per_group_and_blames_the_faulty_turn():
-    from agentrft.backends.local.advantages import turn_penalty_credit
+    from agentrft.backends.local.algo.advantages import turn_penalty_credit
 
     faults = [[True, False], [False], [False, False, False], [False]]
     credit = turn_penalty_credit(faults, group_size=2, weight=0.5)
@@ -329,7 +329,7 @@ def test_turn_penalty_credit_is_centred_per_group_and_blames_the_faulty_turn():
 
 
 def test_turn_credit_lands_on_its_turns_tokens():
-    from agentrft.backends.local.sequences import trajectory_sequences
+    from agentrft.backends.local.algo.sequences import trajectory_sequences
     from agentrft.messages import Message
     from agentrft.trajectory import Trajectory, Turn
 
@@ -347,8 +347,8 @@ def test_turn_credit_lands_on_its_turns_tokens():
 
 
 def test_trainer_per_token_advantages_align_with_the_tokens_they_score(tiny_156k):
-    from agentrft.backends.local.sequences import TrainSequence
-    from agentrft.backends.local.trainer import make_trainer
+    from agentrft.backends.local.algo.sequences import TrainSequence
+    from agentrft.backends.local.algo.trainer import make_trainer
     from agentrft.config_model import validate_config
 
     config = validate_config(

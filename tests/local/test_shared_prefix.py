@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from agentrft.backends.local.sequences import TrainSequence
+from agentrft.backends.local.algo.sequences import TrainSequence
 
 
 def _sequences(vocab: int) -> list[TrainSequence]:
@@ -42,7 +42,7 @@ def _gradient(trainer, seqs):
 def trainer(tiny_156k):
     import torch
 
-    from agentrft.backends.local.trainer import LoRATrainer
+    from agentrft.backends.local.algo.trainer import LoRATrainer
 
     t = LoRATrainer(tiny_156k, lora_rank=4, lora_alpha=8, dtype="float64", max_grad_norm=1e9)
     with torch.no_grad():  # a LoRA that is not zero, so every weight gets a gradient
@@ -55,7 +55,7 @@ def trainer(tiny_156k):
 def test_the_step_prefix_gives_the_gradient_of_full_sequences(trainer, micro_batch_size):
     import torch
 
-    from agentrft.backends.local import trainer as module
+    from agentrft.backends.local.algo import trainer as module
 
     seqs = _sequences(trainer.model.config.vocab_size)
     trainer.micro_batch_size = len(seqs)  # one micro-batch: no step prefix

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from agentrft.backends.local.tool_parsers import (
+from agentrft.backends.local.inference.tool_parsers import (
     parse_harmony,
     parse_llama3_json,
     tool_call_format,

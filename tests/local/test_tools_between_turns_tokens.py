@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from agentrft import Sampling, ScriptedPolicy, run_episode
-from agentrft.backends.local.chat_tokens import ChatTokenizer, TokenPolicy
-from agentrft.backends.local.sampler import Generation, TokenSampler
-from agentrft.backends.local.sequences import sft_sequences, trajectory_sequences
+from agentrft.backends.local.algo.sequences import sft_sequences, trajectory_sequences
+from agentrft.backends.local.inference.chat_tokens import ChatTokenizer, TokenPolicy
+from agentrft.backends.local.inference.sampler import Generation, TokenSampler
 from agentrft.testing import UnlockTask
 
 REPLIES = [

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from agentrft import Sampling
-from agentrft.backends.local.engine import make_engine, train_sampling
-from agentrft.backends.local.grpo import GRPOLoop
-from agentrft.backends.local.run import RunDir
-from agentrft.backends.local.sequences import trajectory_sequences
-from agentrft.backends.local.sft import sft_warmup
-from agentrft.backends.local.trainer import make_trainer
+from agentrft.backends.local.algo.sequences import trajectory_sequences
+from agentrft.backends.local.algo.trainer import make_trainer
+from agentrft.backends.local.run.engine import make_engine, train_sampling
+from agentrft.backends.local.run.grpo import GRPOLoop
+from agentrft.backends.local.run.run_dir import RunDir
+from agentrft.backends.local.run.sft import sft_warmup
 from agentrft.trajectory import read_trajectories
 
 from .conftest import FRUITS, CountA, FruitGuess, tiny_config

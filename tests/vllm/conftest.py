@@ -105,9 +105,9 @@ def train_constant_reply_adapter(
 
     import torch
 
-    from agentrft.backends.local.chat_tokens import ChatTokenizer
-    from agentrft.backends.local.sequences import sft_sequence
-    from agentrft.backends.local.trainer import LoRATrainer
+    from agentrft.backends.local.algo.sequences import sft_sequence
+    from agentrft.backends.local.algo.trainer import LoRATrainer
+    from agentrft.backends.local.inference.chat_tokens import ChatTokenizer
     from agentrft.policies.scripted import replay_policy
     from agentrft.rollout import run_episode
 
@@ -135,7 +135,7 @@ def train_constant_reply_adapter(
 
 @pytest.fixture(scope="session")
 def tiny_model_dir() -> Path:
-    from agentrft.backends.local.tiny_model import ensure_tiny_model
+    from agentrft.backends.local.models.tiny_model import ensure_tiny_model
 
     return ensure_tiny_model("156k")
 

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from agentrft.backends.local.sampler import SamplerError, TokenSampler
-from agentrft.backends.local.vllm_sampler import (
+from agentrft.backends.local.inference.sampler import SamplerError, TokenSampler
+from agentrft.backends.local.inference.vllm_sampler import (
     AdapterLoadError,
     VLLMRequestError,
     VLLMSampler,
     open_vllm_sampler,
 )
-from agentrft.backends.local.vllm_server import (
+from agentrft.backends.local.inference.vllm_server import (
     VLLMServer,
     VLLMServerConfig,
     VLLMServerError,
@@ -347,8 +347,8 @@ async def test_server_down_is_a_policy_error():
 async def test_server_down_ends_an_episode_with_a_reward():
     """Through the real agent loop: the episode records the failure and still gets a reward."""
     from agentrft import Environment, Task, tool
-    from agentrft.backends.local.chat_tokens import TokenPolicy
-    from agentrft.backends.local.tiny_model import build_tokenizer
+    from agentrft.backends.local.inference.chat_tokens import TokenPolicy
+    from agentrft.backends.local.models.tiny_model import build_tokenizer
     from agentrft.reward import RewardResult
     from agentrft.rollout import run_episode
 
@@ -472,7 +472,7 @@ def test_server_dies_with_the_process_that_launched_it(tmp_path):
     parent = tmp_path / "parent.py"
     parent.write_text(
         "import sys, time\n"
-        "from agentrft.backends.local.vllm_server import VLLMServer, VLLMServerConfig\n"
+        "from agentrft.backends.local.inference.vllm_server import VLLMServer, VLLMServerConfig\n"
         "class Sleeper(VLLMServerConfig):\n"
         "    def command(self, python, port):\n"
         "        return [python, '-c', 'import time; time.sleep(120)']\n"

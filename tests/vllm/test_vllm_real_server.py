@@ -20,15 +20,15 @@ from typing import Any
 import httpx
 import pytest
 
-from agentrft.backends.local.sampler import SamplerError
-from agentrft.backends.local.vllm_adapters import make_adapter, make_zero_adapter
-from agentrft.backends.local.vllm_sampler import (
+from agentrft.backends.local.inference.sampler import SamplerError
+from agentrft.backends.local.inference.vllm_adapters import make_adapter, make_zero_adapter
+from agentrft.backends.local.inference.vllm_sampler import (
     AdapterLoadError,
     VLLMRequestError,
     VLLMSampler,
     open_vllm_sampler,
 )
-from agentrft.backends.local.vllm_server import VLLMServer, VLLMServerConfig, check_server
+from agentrft.backends.local.inference.vllm_server import VLLMServer, VLLMServerConfig, check_server
 from agentrft.policy import Sampling
 
 pytestmark = pytest.mark.vllm
@@ -116,7 +116,7 @@ def reference(tiny_model_dir: Path, vllm_helpers: Any) -> Any:
 def chat(tiny_model_dir: Path) -> Any:
     from transformers import AutoTokenizer
 
-    from agentrft.backends.local.chat_tokens import ChatTokenizer
+    from agentrft.backends.local.inference.chat_tokens import ChatTokenizer
 
     return ChatTokenizer(AutoTokenizer.from_pretrained(str(tiny_model_dir)))
 
@@ -376,7 +376,7 @@ async def test_wordle_episodes_with_tool_calls_through_vllm(
     pytest.importorskip("agentrft_wordle")
     from agentrft_wordle.task import WordleTask
 
-    from agentrft.backends.local.chat_tokens import TokenPolicy
+    from agentrft.backends.local.inference.chat_tokens import TokenPolicy
     from agentrft.rollout import run_episodes
 
     task = WordleTask()
@@ -426,7 +426,7 @@ async def test_trap_truncation__a_cut_tool_call_is_reported_not_dropped(
     pytest.importorskip("agentrft_wordle")
     from agentrft_wordle.task import WordleTask
 
-    from agentrft.backends.local.chat_tokens import TokenPolicy
+    from agentrft.backends.local.inference.chat_tokens import TokenPolicy
     from agentrft.rollout import run_episode
 
     task = WordleTask()

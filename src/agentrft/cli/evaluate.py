@@ -329,7 +329,8 @@ def _warn_bad_rows(trajectories: list[Any]) -> None:
 
 
 def _show_reports(reports: list[Any]) -> None:
-    from agentrft.evaluation import reports_by_task, reports_table
+    from agentrft.eval_table import reports_table
+    from agentrft.evaluation import reports_by_task
 
     out = console()
     for r in reports:

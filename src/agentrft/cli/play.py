@@ -295,7 +295,8 @@ class EpisodeFilter:
 
 
 def _print_summary(trajectories: list[Trajectory], file: Path) -> None:
-    from agentrft.evaluation import EvalReport, reports_table
+    from agentrft.eval_table import reports_table
+    from agentrft.evaluation import EvalReport
 
     by_temp: dict[tuple[str, float], list[Trajectory]] = {}
     for t in trajectories:

@@ -15,18 +15,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentrft import backend as core
 from agentrft.backend import Backend, BackendError, CliOption, Command, EvalResult
-from agentrft.backends.local.evals import run_eval, save_eval
-from agentrft.backends.local.rows import validation_prompts
+from agentrft.backends.local.algo.warmup import warmup_task
+from agentrft.backends.local.run.evals import run_eval, save_eval
+from agentrft.backends.local.run.rows import validation_prompts
 from agentrft.backends.local.settings import (
     CLI_OPTIONS,
     LocalConfig,
     LocalEvalOptions,
+    LocalRunConfig,
     LocalTrainOptions,
+    as_local,
 )
-from agentrft.backends.local.warmup import warmup_task
 
 if TYPE_CHECKING:
-    from agentrft.backends.local.training import TrainResult
+    from agentrft.backends.local.run.training import TrainResult
     from agentrft.config import Config
     from agentrft.evaluation import EvalReport
     from agentrft.task import Task
@@ -75,23 +77,24 @@ class LocalBackend(Backend):
 
     def check_config(self, config: Config) -> None:
         """`loss_fn`, `local.loss_normalization` and `advantage_method` must be registered."""
-        from agentrft.backends.local.algorithms import check_algorithms
+        from agentrft.backends.local.algo.algorithms import check_algorithms
 
-        check_algorithms(config)
+        check_algorithms(as_local(config))
 
     def play_policy(self, task: Task[Any], config: Config) -> Any:
         """`local.model` with `local.adapter` (`--adapter DIR`), for `agentrft play`."""
-        from agentrft.backends.local.play import EnginePolicy
+        from agentrft.backends.local.run.play import EnginePolicy
 
         self.check_available()
-        return EnginePolicy(config)
+        return EnginePolicy(as_local(config))
 
     def effective_config(self, task: Task[Any], config: Config) -> Config:
         """`config` with the CPU preset applied (the built-in tiny model on a CPU machine)."""
-        from agentrft.backends.local.engine import apply_cpu_preset
+        from agentrft.backends.local.run.engine import apply_cpu_preset
 
+        local = as_local(config)
         return apply_cpu_preset(
-            config, has_expert=warmup_task(task, config.local.sft_source) is not None
+            local, has_expert=warmup_task(task, local.local.sft_source) is not None
         )
 
     def train(
@@ -103,11 +106,11 @@ class LocalBackend(Backend):
         self.check_available()
         self.check_config(config)
         if opts.dry_run:
-            return TrainPlan(plan=plan(task, config))
+            return TrainPlan(plan=plan(task, as_local(config)))
         return asyncio.run(
             train_async(
                 task,
-                config,
+                as_local(config),
                 resume=opts.resume,
                 reward_fn=opts.reward_fn,
                 console=opts.console,
@@ -126,7 +129,7 @@ class LocalBackend(Backend):
         reports, trajectories = asyncio.run(
             evaluate_async(
                 task,
-                config,
+                as_local(config),
                 reward_fn=opts.reward_fn,
                 output_dir=opts.output_dir,
                 console=opts.console,
@@ -137,9 +140,9 @@ class LocalBackend(Backend):
         return EvalResult(reports=reports, trajectories=trajectories)
 
 
-def plan(task: Task[Any], config: Config) -> dict[str, Any]:
+def plan(task: Task[Any], config: LocalRunConfig) -> dict[str, Any]:
     """What `train` would run, without loading a model (for `--dry-run`)."""
-    from agentrft.backends.local.engine import (
+    from agentrft.backends.local.run.engine import (
         apply_cpu_preset,
         resolve_device,
         resolve_inference,
@@ -147,7 +150,7 @@ def plan(task: Task[Any], config: Config) -> dict[str, Any]:
     )
 
     if config.local.model:
-        from agentrft.backends.local.gguf_model import check_model_spec
+        from agentrft.backends.local.models.gguf_model import check_model_spec
 
         check_model_spec(config.local.model)
     tiny = uses_tiny_model(config)
@@ -157,7 +160,7 @@ def plan(task: Task[Any], config: Config) -> dict[str, Any]:
     device = resolve_device(config)
     train_rows = f"made by task {task.name} (split train)"
     if config.train_dataset:  # read and checked as a real run would, before any money is spent
-        from agentrft.backends.local.rows import check_rows_parse, train_prompts
+        from agentrft.backends.local.run.rows import check_rows_parse, train_prompts
 
         rows = train_prompts(task, config)
         check_rows_parse(task, rows, config.train_dataset)
@@ -187,7 +190,7 @@ def plan(task: Task[Any], config: Config) -> dict[str, Any]:
 
 async def train_async(
     task: Task[Any],
-    config: Config,
+    config: LocalRunConfig,
     *,
     resume: str | None = None,
     reward_fn: Any = None,
@@ -196,7 +199,7 @@ async def train_async(
 ) -> TrainResult:
     """Train `task` with GRPO on this machine, phase by phase (`training.py` says what each
     phase does); `resume` continues a run directory or checkpoint exactly."""
-    from agentrft.backends.local.training import TrainingRun, read_inputs
+    from agentrft.backends.local.run.training import TrainingRun, read_inputs
 
     started = time.perf_counter()
     inputs = read_inputs(task, config, resume=resume, console=console)  # nothing written yet
@@ -218,7 +221,7 @@ async def train_async(
 
 async def evaluate_async(
     task: Task[Any],
-    config: Config,
+    config: LocalRunConfig,
     *,
     model: str | None = None,
     adapter: str | None = None,
@@ -228,7 +231,7 @@ async def evaluate_async(
     prompts: list[str] | None = None,
     label: str | None = None,
 ) -> tuple[list[EvalReport], list[Trajectory]]:
-    from agentrft.backends.local.engine import apply_cpu_preset, make_engine
+    from agentrft.backends.local.run.engine import apply_cpu_preset, make_engine
 
     if model:
         config = config.model_copy(
@@ -236,7 +239,7 @@ async def evaluate_async(
         )
     # The tiny model on CPU: the same eval size and turn limit as `train`'s before/after.
     config = apply_cpu_preset(config, has_expert=False)
-    from agentrft.backends.local.play import check_adapter_dir
+    from agentrft.backends.local.run.play import check_adapter_dir
 
     adapter = adapter or config.local.adapter
     check_adapter_dir(adapter)

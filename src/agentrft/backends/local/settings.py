@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import Field
 
 from agentrft.backend import CliOption, EvalOptions, TrainOptions
-from agentrft.config import Section
+from agentrft.config import Config, ConfigError, Section
 
 
 class LocalConfig(Section):
@@ -277,3 +277,23 @@ CLI_OPTIONS = (
         commands=("train",),
     ),
 )
+
+
+class LocalRunConfig(Config):
+    """A run's `Config` as the local backend reads it: the core keys and its own `local`
+    section, typed. The config a run is given is built by `agentrft.config_model` with one
+    field per installed backend, so it has this field; `as_local` checks that and gives the
+    typed view (the same object: nothing is copied or re-validated)."""
+
+    local: LocalConfig = Field(default_factory=LocalConfig)
+
+
+def as_local(config: Config) -> LocalRunConfig:
+    """`config` with its `local` section typed; a config built without the local
+    backend's section (not through `agentrft.config_model`) is a clear error."""
+    if not isinstance(getattr(config, "local", None), LocalConfig):
+        raise ConfigError(
+            "config: no `local` section; build the config with "
+            "agentrft.config_model.load_config (it adds every installed backend's section)"
+        )
+    return cast(LocalRunConfig, config)

@@ -43,13 +43,16 @@ from agentrft.backends.sagemaker.jobs.job_document import (
 from agentrft.backends.sagemaker.settings import (
     SageMakerConfig,
     SageMakerEvalOptions,
+    SageMakerRunConfig,
     SageMakerTrainOptions,
+    as_sagemaker,
 )
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from agentrft.backends.sagemaker.jobs.evaluations import EvaluationResult
+    from agentrft.backends.sagemaker.jobs.preflight import Purpose
     from agentrft.config import Config
     from agentrft.task import Task
 
@@ -76,7 +79,7 @@ def _console(console: Console | None) -> Console:
     return Console(highlight=False)
 
 
-def _missing(config: Config, needed: dict[str, str]) -> list[str]:
+def _missing(config: SageMakerRunConfig, needed: dict[str, str]) -> list[str]:
     return [
         f"{flag} (sagemaker.{key})"
         for key, flag in needed.items()
@@ -110,7 +113,7 @@ class SageMakerBackend(Backend):
 
     # -- shared plumbing -----------------------------------------------------------------
 
-    def _aws(self, config: Config, aws: Aws | None) -> Aws:
+    def _aws(self, config: SageMakerRunConfig, aws: Aws | None) -> Aws:
         if aws is not None:
             return aws
         region = config.sagemaker.region
@@ -120,7 +123,7 @@ class SageMakerBackend(Backend):
         return make_aws(config.sagemaker, region)
 
     @staticmethod
-    def _region(config: Config) -> str:
+    def _region(config: SageMakerRunConfig) -> str:
         """The job's region without any call: the config's, the runtime's, else the SDK's
         local resolution (environment, shared config file)."""
         sm = config.sagemaker
@@ -134,7 +137,7 @@ class SageMakerBackend(Backend):
         return make_aws(sm).region
 
     @staticmethod
-    def _account_hint(config: Config) -> str | None:
+    def _account_hint(config: SageMakerRunConfig) -> str | None:
         """The job's account as the role ARN states it (offline placeholders use it)."""
         try:
             return parse_arn(config.sagemaker.role_arn or "", what="role ARN").account or None
@@ -142,7 +145,7 @@ class SageMakerBackend(Backend):
             return None
 
     def _base_model(
-        self, aws: Aws, config: Config, offline: bool, notes: list[str]
+        self, aws: Aws, config: SageMakerRunConfig, offline: bool, notes: list[str]
     ) -> tuple[str, dict[str, Any] | None, Eula]:
         """The base model's ARN, its recipe's specs (looked up only) and its license."""
         from agentrft.backends.sagemaker.jobs.hub import resolve_base_model
@@ -198,11 +201,16 @@ class SageMakerBackend(Backend):
         return resolved.arn
 
     def _preflight(
-        self, config: Config, task: Task[Any], aws: Aws, purpose: str, console: Console
+        self,
+        config: SageMakerRunConfig,
+        task: Task[Any],
+        aws: Aws,
+        purpose: Purpose,
+        console: Console,
     ) -> None:
         from agentrft.backends.sagemaker.jobs.preflight import run_preflight
 
-        report = run_preflight(config, purpose=purpose, task=task, aws=aws)  # type: ignore[arg-type]
+        report = run_preflight(config, purpose=purpose, task=task, aws=aws)
         report.render(console)
         report.raise_for_failures()
 
@@ -211,13 +219,23 @@ class SageMakerBackend(Backend):
         task: Task[Any] | None,
         config: Config,
         *,
-        purpose: str = "doctor",
+        purpose: Purpose = "doctor",
         console: Console | None = None,
         aws: Aws | None = None,
         **options: Any,
     ) -> Any:
         """Run and print the preflight (what `agentrft doctor --backend sagemaker` shows);
         returns the `PreflightReport` (`.ok` is False when a check failed)."""
+        return self._doctor(task, as_sagemaker(config), purpose, console, aws)
+
+    def _doctor(
+        self,
+        task: Task[Any] | None,
+        config: SageMakerRunConfig,
+        purpose: Purpose,
+        console: Console | None,
+        aws: Aws | None,
+    ) -> Any:
         from agentrft.backends.sagemaker.jobs.preflight import run_preflight
 
         if aws is None and (config.sagemaker.region or config.sagemaker.runtime_arn):
@@ -225,7 +243,7 @@ class SageMakerBackend(Backend):
                 aws = self._aws(config, None)
             except SageMakerError:
                 aws = None  # the report's credentials row says what is missing
-        report = run_preflight(config, purpose=purpose, task=task, aws=aws)  # type: ignore[arg-type]
+        report = run_preflight(config, purpose=purpose, task=task, aws=aws)
         report.render(_console(console))
         return report
 
@@ -240,6 +258,11 @@ class SageMakerBackend(Backend):
         it also makes the read-only lookups a submission makes (DescribeHubContent, the
         recipe's specs on S3, DescribeModelPackageGroup, DescribeJobSchemaVersion).
         """
+        return self._train(task, as_sagemaker(config), options)
+
+    def _train(
+        self, task: Task[Any], config: SageMakerRunConfig, options: TrainOptions | None
+    ) -> TrainSubmission:
         o = as_options(SageMakerTrainOptions, options)
         dry_run, lookups, wait, reward_fn, console = (
             o.dry_run,
@@ -401,6 +424,11 @@ class SageMakerBackend(Backend):
         and, with a model package, the trained one. `dry_run` calls nothing remote;
         `lookups` adds the read-only hub and schema lookups.
         """
+        return self._evaluate(task, as_sagemaker(config), options)
+
+    def _evaluate(
+        self, task: Task[Any], config: SageMakerRunConfig, options: EvalOptions | None
+    ) -> EvaluationResult:
         o = as_options(SageMakerEvalOptions, options)
         runs, model_package_arn, dry_run, lookups = (
             o.runs,
@@ -440,6 +468,7 @@ class SageMakerBackend(Backend):
                 "sagemaker evaluation needs " + ", ".join(missing) + "; pass the flags or set "
                 "them in the config's sagemaker section"
             )
+        assert dataset is not None  # a missing one was refused above
         region = self._region(config)
         raise_for_inputs(config, region, "eval", model_package_arn=model_package_arn)
         remote = not dry_run or lookups
@@ -489,7 +518,7 @@ class SageMakerBackend(Backend):
         return EvaluationResult(outcomes, dry_run=dry_run, prices=prices)
 
 
-def _print_task_mix(task: Task[Any], config: Config, out: Console) -> None:
+def _print_task_mix(task: Task[Any], config: SageMakerRunConfig, out: Console) -> None:
     """A multi-task run: the one runtime that serves every task, and each task's rows (from
     `train_dataset` / `validation_dataset` when set, else the rows the tasks make, which is
     what `agentrft dataset make --task <spec>` writes for upload). Prints nothing for one

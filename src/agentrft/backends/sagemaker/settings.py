@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import Field
 
 from agentrft.backend import EvalOptions, TrainOptions
-from agentrft.config import Section
+from agentrft.config import Config, ConfigError, Section
 
 #: The service hyperparameters in this section (sent under the same names).
 SECTION_HYPERPARAMETERS = ("rollout_max_concurrency", "rollout_timeout", "rollout_max_retries")
@@ -195,3 +195,23 @@ class SageMakerEvalOptions(EvalOptions):
     aws: Any = None
     sleep: Callable[[float], None] | None = None
     clock: Callable[[], float] | None = None
+
+
+class SageMakerRunConfig(Config):
+    """A run's `Config` as the sagemaker backend reads it: the core keys and its own `sagemaker`
+    section, typed. The config a run is given is built by `agentrft.config_model` with one
+    field per installed backend, so it has this field; `as_sagemaker` checks that and gives the
+    typed view (the same object: nothing is copied or re-validated)."""
+
+    sagemaker: SageMakerConfig = Field(default_factory=SageMakerConfig)
+
+
+def as_sagemaker(config: Config) -> SageMakerRunConfig:
+    """`config` with its `sagemaker` section typed; a config built without the sagemaker
+    backend's section (not through `agentrft.config_model`) is a clear error."""
+    if not isinstance(getattr(config, "sagemaker", None), SageMakerConfig):
+        raise ConfigError(
+            "config: no `sagemaker` section; build the config with "
+            "agentrft.config_model.load_config (it adds every installed backend's section)"
+        )
+    return cast(SageMakerRunConfig, config)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast, get_args
 
 import typer
 
@@ -207,7 +207,9 @@ def doctor(
     if policies:
         _print_policies(role_arn or "arn:aws:iam::<account>:role/<job role>")
         return
-    if purpose not in ("doctor", "train", "eval", "deploy"):
+    from agentrft.backends.sagemaker.jobs.preflight import Purpose
+
+    if purpose not in get_args(Purpose):
         raise SageMakerError(f"--for {purpose!r}: use doctor, train, eval or deploy")
     cfg = _load_config(
         config,
@@ -231,7 +233,9 @@ def doctor(
         the_task = get_plugins().task(cfg.task)
     from agentrft.backends.sagemaker.backend import SageMakerBackend
 
-    report = SageMakerBackend().doctor(the_task, cfg, purpose=purpose, console=_console())
+    report = SageMakerBackend().doctor(
+        the_task, cfg, purpose=cast(Purpose, purpose), console=_console()
+    )
     if not report.ok:
         n = len(report.failures)
         raise SageMakerError(f"{n} check{'s' if n > 1 else ''} failed; each row above says the fix")

@@ -138,11 +138,11 @@ def profile_from_trajectories(trajectories: Iterable[Trajectory], source: str = 
 def profile_from_files(paths: Iterable[str | Path]) -> TokenProfile:
     from agentrft.trajectory import TrajectoryFileError, read_trajectories
 
-    paths = [Path(p) for p in paths]
-    for p in paths:
-        if not p.is_file():
-            raise SageMakerError(f"trajectory file {p} does not exist")
-    trajectories = (t for p in paths for t in read_trajectories(p))
+    files = [Path(p) for p in paths]
+    for f in files:
+        if not f.is_file():
+            raise SageMakerError(f"trajectory file {f} does not exist")
+    trajectories = (t for f in files for t in read_trajectories(f))
     try:
         return profile_from_trajectories(trajectories, ", ".join(map(str, paths)))
     except TrajectoryFileError as exc:  # it names the file and the line

@@ -569,9 +569,12 @@ def _preflight_ok(aws: Aws, role_arn: str) -> bool:
     from rich.console import Console
 
     from agentrft.backends.sagemaker.jobs.preflight import run_preflight
+    from agentrft.backends.sagemaker.settings import as_sagemaker
     from agentrft.config_model import default_config
 
-    report = run_preflight(default_config(), purpose="deploy", aws=aws, runtime_role_arn=role_arn)
+    report = run_preflight(
+        as_sagemaker(default_config()), purpose="deploy", aws=aws, runtime_role_arn=role_arn
+    )
     report.render(Console(stderr=True))
     return bool(report.ok)
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from agentrft.backends.sagemaker.jobs.aws import Aws
-    from agentrft.config import Config
+    from agentrft.backends.sagemaker.settings import SageMakerRunConfig
 
 RUN_LABELS = ("base", "trained")
 
@@ -188,7 +188,9 @@ def _temp_tag(t: float | None) -> str:
     return "tdefault" if t is None else "t" + re.sub(r"[^0-9]", "p", f"{t:g}")
 
 
-def build_request(plan: EvaluationPlan, config: Config, run: EvalRun, name: str) -> dict[str, Any]:
+def build_request(
+    plan: EvaluationPlan, config: SageMakerRunConfig, run: EvalRun, name: str
+) -> dict[str, Any]:
     if run.trained and not plan.model_package_arn:
         raise SageMakerError(
             "--runs trained:... needs the trained model: pass --model-package-arn (the ARN "
@@ -225,7 +227,7 @@ def build_request(plan: EvaluationPlan, config: Config, run: EvalRun, name: str)
 
 def run_evaluations(
     aws: Aws | None,
-    config: Config,
+    config: SageMakerRunConfig,
     plan: EvaluationPlan,
     runs: list[EvalRun],
     *,

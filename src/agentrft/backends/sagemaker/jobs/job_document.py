@@ -17,7 +17,7 @@ from agentrft.backends.sagemaker.jobs import service_facts as facts
 from agentrft.backends.sagemaker.jobs.aws import SageMakerError
 
 if TYPE_CHECKING:
-    from agentrft.config import Config
+    from agentrft.backends.sagemaker.settings import SageMakerRunConfig
 
 _JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
@@ -54,7 +54,7 @@ def hp_value(value: Any) -> str:
     return str(value)
 
 
-def hyperparameter_values(config: Config) -> dict[str, Any]:
+def hyperparameter_values(config: SageMakerRunConfig) -> dict[str, Any]:
     """Every service hyperparameter the config holds, by its service name: the shared
     top-level ones, then the `sagemaker` section's (rollout_max_concurrency, ...)."""
     from agentrft.backends.sagemaker.settings import SECTION_HYPERPARAMETERS
@@ -65,7 +65,7 @@ def hyperparameter_values(config: Config) -> dict[str, Any]:
     return values
 
 
-def user_set_hyperparameters(config: Config) -> set[str]:
+def user_set_hyperparameters(config: SageMakerRunConfig) -> set[str]:
     """The service hyperparameters the config file, `--set` or a flag set."""
     from agentrft.backends.sagemaker.settings import SECTION_HYPERPARAMETERS
 
@@ -74,7 +74,9 @@ def user_set_hyperparameters(config: Config) -> set[str]:
     )
 
 
-def training_hyperparameters(config: Config, *, only_set: bool = True) -> dict[str, str]:
+def training_hyperparameters(
+    config: SageMakerRunConfig, *, only_set: bool = True
+) -> dict[str, str]:
     """The service hyperparameters as strings, plus `sagemaker.extra_hyperparameters`.
 
     `only_set` (the default: `sagemaker.send_hyperparameters=set`) sends just the keys the
@@ -89,7 +91,7 @@ def training_hyperparameters(config: Config, *, only_set: bool = True) -> dict[s
 
 
 def evaluation_hyperparameters(
-    config: Config,
+    config: SageMakerRunConfig,
     *,
     temperature: float | None,
     group_size: int | None,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from agentrft.backends.sagemaker.jobs.aws import Aws
-    from agentrft.config import Config
+    from agentrft.backends.sagemaker.settings import SageMakerRunConfig
 
 CATEGORIES = (facts.TRAINING_CATEGORY, facts.EVALUATION_CATEGORY)
 #: Consecutive failed DescribeJob polls tolerated while watching a job.
@@ -71,7 +71,8 @@ def create_job(aws: Aws, request: dict[str, Any]) -> str:
 def describe_job(aws: Aws, ref: str, category: str | None = None) -> JobView:
     """DescribeJob by name or ARN; without a category, try training then evaluation."""
     name, from_arn = split_job_ref(ref)
-    categories = [category or from_arn] if (category or from_arn) else list(CATEGORIES)
+    given = category or from_arn
+    categories = [given] if given else list(CATEGORIES)
     for cat in categories:
         try:
             return read_job(aws.sagemaker.describe_job(JobName=name, JobCategory=cat))
@@ -276,7 +277,7 @@ def render_plan(rows: list[recipe.PlanRow], model: str, out: Console) -> None:
     )
 
 
-def report_finished(view: JobView, config: Config, out: Console) -> None:
+def report_finished(view: JobView, config: SageMakerRunConfig, out: Console) -> None:
     """After --wait: the job's end, its model package and billed tokens (raises unless it
     Completed)."""
     from agentrft.backends.sagemaker.jobs.cost import load_prices

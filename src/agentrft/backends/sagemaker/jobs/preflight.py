@@ -9,13 +9,12 @@ AgentCore GetAgentRuntime) and each failure says the fix. `run_preflight` is wha
 
 from __future__ import annotations
 
+import functools
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from agentrft.backends.sagemaker.jobs import iam
 from agentrft.backends.sagemaker.jobs import service_facts as facts
 from agentrft.backends.sagemaker.jobs.aws import (
     SageMakerError,
@@ -26,74 +25,21 @@ from agentrft.backends.sagemaker.jobs.aws import (
     make_aws,
     parse_arn,
 )
+from agentrft.backends.sagemaker.jobs.preflight_report import (
+    Check,
+    PreflightReport,
+    Purpose,
+    Status,
+)
+from agentrft.backends.sagemaker.jobs.preflight_roles import check_job_role, check_runtime_role
 from agentrft.backends.sagemaker.jobs.s3 import bucket_region, parse_s3_uri, read_text
 
+__all__ = ["Check", "PreflightReport", "Purpose", "Status", "run_preflight"]
+
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from agentrft.backends.sagemaker.jobs.aws import Aws
-    from agentrft.config import Config
+    from agentrft.backends.sagemaker.settings import SageMakerRunConfig
     from agentrft.task import Task
-
-Status = Literal["ok", "fail", "warn", "skip"]
-Purpose = Literal["train", "eval", "deploy", "doctor"]
-
-_MARK = {"ok": "[green]✓[/]", "fail": "[red]✗[/]", "warn": "[yellow]![/]", "skip": "[dim]–[/]"}
-
-
-@dataclass
-class Check:
-    name: str
-    status: Status
-    detail: str = ""
-    fix: str = ""
-
-
-@dataclass
-class PreflightReport:
-    checks: list[Check] = field(default_factory=list)
-    #: Text blocks (policies to paste) printed after the table.
-    appendix: list[str] = field(default_factory=list)
-    aws: Aws | None = None
-    #: The runtime's execution role, as GetAgentRuntime reported it.
-    runtime_role_arn: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return not any(c.status == "fail" for c in self.checks)
-
-    @property
-    def failures(self) -> list[Check]:
-        return [c for c in self.checks if c.status == "fail"]
-
-    def add(self, name: str, status: Status, detail: str = "", fix: str = "") -> Check:
-        check = Check(name, status, detail, fix)
-        self.checks.append(check)
-        return check
-
-    def render(self, console: Console, title: str = "SageMaker preflight") -> None:
-        from rich.table import Table
-
-        table = Table(title=title, show_lines=False)
-        table.add_column("", width=1)
-        table.add_column("check")
-        table.add_column("result", overflow="fold")
-        table.add_column("fix", overflow="fold")
-        for c in self.checks:
-            table.add_row(_MARK[c.status], c.name, c.detail, c.fix)
-        console.print(table)
-        for block in self.appendix:
-            console.out(block, highlight=False)
-
-    def raise_for_failures(self) -> None:
-        if not self.ok:
-            lines = [f"- {c.name}: {c.detail}. Fix: {c.fix}" for c in self.failures]
-            raise SageMakerError(
-                "preflight failed (nothing was submitted):\n"
-                + "\n".join(lines)
-                + "\nRerun `agentrft doctor --backend sagemaker` after fixing, or pass "
-                "--set sagemaker.preflight=false to submit anyway."
-            )
 
 
 def _guard(report: PreflightReport, name: str, fn: Callable[[], None]) -> None:
@@ -107,7 +53,7 @@ def _guard(report: PreflightReport, name: str, fn: Callable[[], None]) -> None:
 
 
 def run_preflight(
-    config: Config,
+    config: SageMakerRunConfig,
     *,
     purpose: Purpose = "doctor",
     task: Task[Any] | None = None,
@@ -167,9 +113,9 @@ def run_preflight(
     if needs_job:
         _check_s3_regions(report, aws, config, purpose)
         _check_mlflow(report, aws, config, required=purpose == "train")
-        _check_job_role(report, aws, config, required=purpose in ("train", "eval"))
+        check_job_role(report, aws, config, required=purpose in ("train", "eval"))
     role = runtime_role_arn or sm.runtime_role_arn or report.runtime_role_arn
-    _check_runtime_role(report, aws, role, account, required=purpose == "deploy")
+    check_runtime_role(report, aws, role, account, required=purpose == "deploy")
 
     if needs_job and task is not None:
         uris = dataset_uris
@@ -185,7 +131,7 @@ def run_preflight(
             _guard(
                 report,
                 f"{label} rows parse as {task.name}",
-                lambda label=label, uri=uri: _check_rows(report, aws, task, label, uri, max_rows),
+                functools.partial(_check_rows, report, aws, task, label, uri, max_rows),
             )
     return report
 
@@ -194,7 +140,7 @@ def run_preflight(
 
 
 def _check_runtime(
-    report: PreflightReport, aws: Aws, config: Config, account: str, *, required: bool
+    report: PreflightReport, aws: Aws, config: SageMakerRunConfig, account: str, *, required: bool
 ) -> None:
     arn = config.sagemaker.runtime_arn
     name = "runtime ARN in the job's region"
@@ -268,7 +214,9 @@ def _check_runtime(
         )
 
 
-def _check_s3_regions(report: PreflightReport, aws: Aws, config: Config, purpose: str) -> None:
+def _check_s3_regions(
+    report: PreflightReport, aws: Aws, config: SageMakerRunConfig, purpose: str
+) -> None:
     sm = config.sagemaker
     uris = {
         "train data": sm.train_s3_uri if purpose != "eval" else None,
@@ -308,7 +256,9 @@ def _check_s3_regions(report: PreflightReport, aws: Aws, config: Config, purpose
             )
 
 
-def _check_mlflow(report: PreflightReport, aws: Aws, config: Config, *, required: bool) -> None:
+def _check_mlflow(
+    report: PreflightReport, aws: Aws, config: SageMakerRunConfig, *, required: bool
+) -> None:
     arn = config.sagemaker.mlflow_resource_arn
     name = "MLflow app in the job's region"
     if not arn:
@@ -332,126 +282,6 @@ def _check_mlflow(report: PreflightReport, aws: Aws, config: Config, *, required
         report.add(name, "fail", f"MLflow app is in {parsed.region}", f"use one in {aws.region}")
     else:
         report.add(name, "ok", arn)
-
-
-def _check_job_role(report: PreflightReport, aws: Aws, config: Config, *, required: bool) -> None:
-    arn = config.sagemaker.role_arn
-    name = f"job role trusts {facts.JOB_ROLE_PRINCIPAL}"
-    trust = iam.policy_json(iam.job_role_trust_policy())
-    if not arn:
-        if required:
-            report.add(name, "fail", "no job role ARN", "pass --role-arn or set sagemaker.role_arn")
-            report.appendix.append(f"Trust policy for the job role:\n{trust}")
-        else:
-            report.add(name, "skip", "sagemaker.role_arn not set")
-        return
-    try:
-        parse_arn(arn, what="job role ARN")
-        document = iam.get_trust_policy(aws, arn)
-    except SageMakerError as exc:
-        report.add(name, "fail", str(exc), "arn:aws:iam::<account>:role/<name>")
-        return
-    except Exception as exc:
-        if is_access_denied(exc):
-            report.add(
-                name,
-                "warn",
-                "not permitted to read the role (iam:GetRole); cannot verify",
-                "make sure its trust policy is exactly the one printed below",
-            )
-            report.appendix.append(f"Trust policy the job role must have ({arn}):\n{trust}")
-        elif error_code(exc) == "NoSuchEntity":
-            report.add(name, "fail", f"role {arn} does not exist", "create it (docs/sagemaker.md)")
-            report.appendix.append(f"Trust policy for the job role:\n{trust}")
-        else:
-            report.add(name, "fail", f"{error_code(exc)}: {error_message(exc)}")
-        return
-    problems = iam.trust_problems(document, facts.JOB_ROLE_PRINCIPAL, facts.JOB_ROLE_TRUST_ACTIONS)
-    if problems:
-        report.add(
-            name,
-            "fail",
-            "; ".join(problems),
-            f"replace the trust policy: aws iam update-assume-role-policy --role-name "
-            f"{iam.role_name(arn)} --policy-document file://trust.json (below); the wrong "
-            f"principal fails jobs with 'Could not assume role'",
-        )
-        report.appendix.append(f"trust.json for {arn}:\n{trust}")
-    else:
-        report.add(name, "ok", arn)
-    try:
-        names = iam.attached_policy_names(aws, arn)
-    except Exception as exc:
-        if is_access_denied(exc):
-            return  # already warned or verified trust; permissions are checked by the service
-        report.add(f"job role has {facts.JOB_ROLE_MANAGED_POLICY}", "warn", error_message(exc))
-        return
-    if facts.JOB_ROLE_MANAGED_POLICY in names:
-        report.add(f"job role has {facts.JOB_ROLE_MANAGED_POLICY}", "ok")
-    else:
-        report.add(
-            f"job role has {facts.JOB_ROLE_MANAGED_POLICY}",
-            "warn",
-            f"attached: {', '.join(names) or 'none'} (inline policies not inspected)",
-            f"aws iam attach-role-policy --role-name {iam.role_name(arn)} --policy-arn "
-            f"arn:aws:iam::aws:policy/{facts.JOB_ROLE_MANAGED_POLICY}",
-        )
-
-
-def _check_runtime_role(
-    report: PreflightReport, aws: Aws, arn: str | None, account: str, *, required: bool
-) -> None:
-    name = f"runtime role has {facts.RUNTIME_ROLE_MANAGED_POLICY}"
-    if not arn:
-        report.add(
-            name,
-            "fail" if required else "skip",
-            "runtime role unknown (set sagemaker.runtime_role_arn, or a readable runtime ARN)",
-            "pass --role-arn to deploy" if required else "",
-        )
-        return
-    try:
-        names = iam.attached_policy_names(aws, arn)
-    except Exception as exc:
-        if is_access_denied(exc):
-            report.add(
-                name,
-                "warn",
-                "not permitted to list the role's policies (iam:ListAttachedRolePolicies)",
-                f"make sure {arn} has {facts.RUNTIME_ROLE_MANAGED_POLICY} attached",
-            )
-        elif error_code(exc) == "NoSuchEntity":
-            report.add(name, "fail", f"role {arn} does not exist", "create it (docs/sagemaker.md)")
-        else:
-            report.add(name, "fail", f"{error_code(exc)}: {error_message(exc)}")
-        return
-    if facts.RUNTIME_ROLE_MANAGED_POLICY in names:
-        report.add(name, "ok", arn)
-    else:
-        report.add(
-            name,
-            "fail",
-            f"{arn} has {', '.join(names) or 'no managed policies'}; without it every "
-            "rollout fails to report its reward",
-            f"aws iam attach-role-policy --role-name {iam.role_name(arn)} --policy-arn "
-            f"arn:aws:iam::aws:policy/{facts.RUNTIME_ROLE_MANAGED_POLICY}",
-        )
-    try:
-        document = iam.get_trust_policy(aws, arn)
-    except Exception:
-        return  # trust of the runtime role is verified by AgentCore at deploy time
-    problems = iam.trust_problems(document, facts.RUNTIME_ROLE_PRINCIPAL, ("sts:AssumeRole",))
-    if problems:
-        report.add(
-            f"runtime role trusts {facts.RUNTIME_ROLE_PRINCIPAL}",
-            "fail",
-            "; ".join(problems),
-            "update its trust policy to the one printed below",
-        )
-        report.appendix.append(
-            f"Trust policy for the runtime role {arn}:\n"
-            + iam.policy_json(iam.runtime_role_trust_policy(account))
-        )
 
 
 def _check_rows(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from agentrft.backends.sagemaker.jobs.aws import SageMakerError
 
 if TYPE_CHECKING:
-    from agentrft.config import Config
+    from agentrft.backends.sagemaker.settings import SageMakerRunConfig
 
 Purpose = Literal["train", "eval"]
 
@@ -175,7 +175,7 @@ def role_problem(role_arn: str, partition: str) -> str | None:
 
 
 def input_problems(
-    config: Config,
+    config: SageMakerRunConfig,
     region: str,
     purpose: Purpose = "train",
     *,
@@ -244,7 +244,7 @@ def input_problems(
 
 
 def raise_for_inputs(
-    config: Config,
+    config: SageMakerRunConfig,
     region: str,
     purpose: Purpose = "train",
     *,

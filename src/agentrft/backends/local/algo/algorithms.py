@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentrft.backends.local import advantages, loss
+from agentrft.backends.local.algo import advantages, loss
+from agentrft.backends.local.settings import LocalRunConfig
 from agentrft.config import ConfigError
 
 if TYPE_CHECKING:
-    from agentrft.config import Config
     from agentrft.plugins import Plugins
 
 #: hook -> (registry, the config key that selects from it, how to add one in code)
@@ -50,7 +50,7 @@ def install_plugin_algorithms(plugins: Plugins | None = None) -> None:
             registry[name] = provided.obj
 
 
-def check_algorithms(config: Config, plugins: Plugins | None = None) -> None:
+def check_algorithms(config: LocalRunConfig, plugins: Plugins | None = None) -> None:
     """Refuse a `loss_fn`, `local.loss_normalization` or `advantage_method` that no
     registry holds (`ConfigError` naming the registered ones and how to add one)."""
     install_plugin_algorithms(plugins)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrft.backend import BackendError
+from agentrft.backends.local.settings import LocalRunConfig
 from agentrft.config import Config, dump_config
 from agentrft.config_model import load_config
 from agentrft.redact import scrub
@@ -58,7 +59,7 @@ class RunDir:
         self.path = Path(path)
 
     @classmethod
-    def create(cls, config: Config, task_name: str) -> RunDir:
+    def create(cls, config: LocalRunConfig, task_name: str) -> RunDir:
         """A fresh run directory under `config.local.run_dir` (name: run_name or task-time)."""
         root = Path(config.local.run_dir)
         name = config.local.run_name or f"{task_name}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -333,7 +334,7 @@ def _seed_sqlite_store(db: Path) -> None:
     """
     mlflow = import_mlflow()
 
-    from agentrft.backends.local.tiny_model import cache_root
+    from agentrft.backends.local.models.tiny_model import cache_root
 
     template = cache_root() / "mlflow" / f"empty-{mlflow.__version__}.db"
     if not template.is_file():
@@ -349,7 +350,7 @@ def _seed_sqlite_store(db: Path) -> None:
     shutil.copyfile(template, db)
 
 
-def flatten_config(config: Config) -> dict[str, Any]:
+def flatten_config(config: LocalRunConfig) -> dict[str, Any]:
     """`local.lora_target_modules`-style keys for MLflow params."""
     out: dict[str, Any] = {}
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentrft.backends.local.chat_tokens import ChatTokenizer
+from agentrft.backends.local.inference.chat_tokens import ChatTokenizer
 from agentrft.trajectory import Trajectory
 
 log = logging.getLogger(__name__)

@@ -137,7 +137,7 @@ def converted_dir(path: str | Path) -> Path:
     """
     import hashlib
 
-    from agentrft.backends.local.tiny_model import cache_root
+    from agentrft.backends.local.models.tiny_model import cache_root
 
     file = Path(path).resolve()
     stat = file.stat()

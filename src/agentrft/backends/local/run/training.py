@@ -23,18 +23,19 @@ from typing import TYPE_CHECKING, Any
 
 from agentrft import backend as core
 from agentrft.backend import BackendError
-from agentrft.backends.local.engine import Engine, apply_cpu_preset, make_engine, train_sampling
-from agentrft.backends.local.evals import eval_level, load_eval, run_eval, save_eval
-from agentrft.backends.local.gguf_model import check_model_spec
-from agentrft.backends.local.grpo import GRPOLoop
-from agentrft.backends.local.rows import check_rows_parse, train_prompts, validation_prompts
-from agentrft.backends.local.run import RunDir, Tracker, flatten_config
-from agentrft.backends.local.run_plan import say_plan
-from agentrft.backends.local.sft import sft_warmup
-from agentrft.backends.local.trainer import LoRATrainer, make_trainer
-from agentrft.backends.local.view import LiveView
-from agentrft.backends.local.warmup import describe_source, warmup_task
-from agentrft.config import Config, episode_limits
+from agentrft.backends.local.algo.trainer import LoRATrainer, make_trainer
+from agentrft.backends.local.algo.warmup import describe_source, warmup_task
+from agentrft.backends.local.models.gguf_model import check_model_spec
+from agentrft.backends.local.run.engine import Engine, apply_cpu_preset, make_engine, train_sampling
+from agentrft.backends.local.run.evals import eval_level, load_eval, run_eval, save_eval
+from agentrft.backends.local.run.grpo import GRPOLoop
+from agentrft.backends.local.run.rows import check_rows_parse, train_prompts, validation_prompts
+from agentrft.backends.local.run.run_dir import RunDir, Tracker, flatten_config
+from agentrft.backends.local.run.run_plan import say_plan
+from agentrft.backends.local.run.sft import sft_warmup
+from agentrft.backends.local.run.view import LiveView
+from agentrft.backends.local.settings import LocalRunConfig, as_local
+from agentrft.config import episode_limits
 from agentrft.config_model import validate_config
 from agentrft.plugins import get_plugins
 from agentrft.redact import restore_redacted
@@ -66,7 +67,7 @@ class TrainResult(core.TrainResult):
 class RunInputs:
     """What a run starts from, resolved and checked before anything is written."""
 
-    config: Config
+    config: LocalRunConfig
     limits: EpisodeLimits
     train_prompts: list[str]
     #: Empty when the task makes no validation rows (no before/after evaluation then).
@@ -81,7 +82,9 @@ def printer(console: Any) -> Callable[..., None]:
     return console.print if console is not None else (lambda *a, **k: None)
 
 
-def read_inputs(task: Task[Any], config: Config, *, resume: str | None, console: Any) -> RunInputs:
+def read_inputs(
+    task: Task[Any], config: LocalRunConfig, *, resume: str | None, console: Any
+) -> RunInputs:
     """Everything a run needs that can be wrong, checked before a file is written or a model
     loaded: the config (on resume the run's own), the expert an SFT warm-up plays, the
     curriculum levels, and the rows (train rows must exist; validation rows may not)."""
@@ -114,7 +117,7 @@ def read_inputs(task: Task[Any], config: Config, *, resume: str | None, console:
     return RunInputs(config, limits, train_rows, val_prompts, run, checkpoint)
 
 
-def resumed_config(run: RunDir, given: Config) -> Config:
+def resumed_config(run: RunDir, given: LocalRunConfig) -> LocalRunConfig:
     """The config a resumed run continues with: the one it saved, with the secrets its
     config.yaml was written without (URL passwords, keys) taken from `given`, and `given`'s
     `max_steps` when it sets another (to train a finished run further)."""
@@ -126,13 +129,13 @@ def resumed_config(run: RunDir, given: Config) -> Config:
             f"{', '.join(missing)}; pass the same values again to resume (the same --config "
             f"file, or --set {missing[0]}=...)"
         )
-    config = validate_config(data)
+    config = as_local(validate_config(data))
     if "max_steps" in given.model_fields_set and given.max_steps != config.max_steps:
         config = config.model_copy(update={"max_steps": given.max_steps})
     return config
 
 
-def check_task_fits(task: Task[Any], config: Config, *, has_expert: bool) -> None:
+def check_task_fits(task: Task[Any], config: LocalRunConfig, *, has_expert: bool) -> None:
     """Refuse settings the task cannot serve: an SFT warm-up without the games it needs (a
     scripted expert, or a withheld copy for `local.sft_source=withheld`), a curriculum level
     past the task's last."""
@@ -412,7 +415,7 @@ class TrainingRun:
         final = self.trainer.save_adapter(run.path / "final_adapter")
         after = await self._evaluate_after()
         if self.console is not None and (self.before or after):
-            from agentrft.evaluation import reports_tables
+            from agentrft.eval_table import reports_tables
 
             for table in reports_tables([*self.before, *self.after_sft, *after]):
                 self.console.print(table)  # one table per task of a multi-task run

@@ -10,7 +10,7 @@ from agentrft.messages import Message
 from agentrft.policy import Completion, Policy, Sampling
 
 if TYPE_CHECKING:
-    from agentrft.config import Config
+    from agentrft.backends.local.settings import LocalRunConfig
 
 #: The server-side name the played adapter is loaded under.
 PLAY_ADAPTER = "play-adapter"
@@ -33,8 +33,8 @@ class EnginePolicy(Policy):
     gets the engine's token-exact session, as in training and evaluation.
     """
 
-    def __init__(self, config: Config) -> None:
-        from agentrft.backends.local.engine import apply_cpu_preset
+    def __init__(self, config: LocalRunConfig) -> None:
+        from agentrft.backends.local.run.engine import apply_cpu_preset
 
         # The tiny model on CPU: the same preset as a run's before/after evaluation.
         self.config = apply_cpu_preset(config, has_expert=False)
@@ -48,8 +48,8 @@ class EnginePolicy(Policy):
     async def ready(self) -> Any:
         """The engine's `TokenPolicy`, started on first use."""
         if self._policy is None:
-            from agentrft.backends.local.chat_tokens import TokenPolicy
-            from agentrft.backends.local.engine import make_engine
+            from agentrft.backends.local.inference.chat_tokens import TokenPolicy
+            from agentrft.backends.local.run.engine import make_engine
 
             engine = make_engine(self.config)
             self._engine = engine

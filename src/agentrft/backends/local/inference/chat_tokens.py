@@ -22,8 +22,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from agentrft.backends.local.sampler import TokenSampler
-from agentrft.backends.local.tool_parsers import (
+from agentrft.backends.local.inference.sampler import TokenSampler
+from agentrft.backends.local.inference.tool_parsers import (
     ParsedReply,
     parse_harmony,
     parse_llama3_json,
@@ -298,7 +298,7 @@ def _with_tools(tokenizer: Any, template: str) -> str:
     model would not be shown the tools at all) and the vocabulary is ChatML."""
     if "tools" in template:
         return template
-    from agentrft.backends.local.tiny_model import CHAT_TEMPLATE
+    from agentrft.backends.local.models.tiny_model import CHAT_TEMPLATE
 
     chatml = all(_token_id(tokenizer, t) is not None for t in ("<|im_start|>", "<|im_end|>"))
     key = hash(template)

@@ -36,8 +36,8 @@ from typing import Any
 
 import httpx
 
-from agentrft.backends.local.sampler import Generation, SamplerError
-from agentrft.backends.local.vllm_server import VLLMServer, VLLMServerConfig, check_server
+from agentrft.backends.local.inference.sampler import Generation, SamplerError
+from agentrft.backends.local.inference.vllm_server import VLLMServer, VLLMServerConfig, check_server
 from agentrft.policies.retry import AttemptError, RetryPolicy
 from agentrft.policy import PolicyError, Sampling
 from agentrft.trajectory import FailureKind
@@ -417,7 +417,7 @@ async def open_vllm_sampler(
     the server: same machine or a shared filesystem. The served model name is the first
     one `/v1/models` lists. A server started here is stopped on exit.
     """
-    from agentrft.backends.local.vllm_adapters import make_zero_adapter
+    from agentrft.backends.local.inference.vllm_adapters import make_zero_adapter
 
     started: VLLMServer | None = None
     if url:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentrft.backends.local.engine import uses_tiny_model
-from agentrft.config import Config
+from agentrft.backends.local.run.engine import uses_tiny_model
+from agentrft.backends.local.settings import LocalRunConfig
 from agentrft.task import Task
 
 
-def preset_changes(given: Config, config: Config) -> list[str]:
+def preset_changes(given: LocalRunConfig, config: LocalRunConfig) -> list[str]:
     """`key=value` for every setting the preset filled in (the user's own are never
     changed): the top level, `local`, `eval` and `limits`."""
     changed: list[str] = []
@@ -35,7 +35,7 @@ def preset_changes(given: Config, config: Config) -> list[str]:
     return changed
 
 
-def say_plan(task: Task[Any], given: Config, config: Config, say: Any) -> None:
+def say_plan(task: Task[Any], given: LocalRunConfig, config: LocalRunConfig, say: Any) -> None:
     """What will run, in two or three lines (`given`: the config before the preset)."""
     local = config.local  # type: ignore[attr-defined]
     model = local.model or f"the built-in tiny model ({local.tiny_model}, random init)"
@@ -61,7 +61,9 @@ def say_plan(task: Task[Any], given: Config, config: Config, say: Any) -> None:
     _say_lowered_limits(task, given, config, say)
 
 
-def _say_lowered_limits(task: Task[Any], given: Config, config: Config, say: Any) -> None:
+def _say_lowered_limits(
+    task: Task[Any], given: LocalRunConfig, config: LocalRunConfig, say: Any
+) -> None:
     """One line per episode limit of the task's own that the CPU preset lowered (the tiny
     model's `max_turns` 6), so a run never plays shorter episodes than the task asks for
     without saying so first."""

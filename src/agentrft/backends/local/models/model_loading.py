@@ -38,7 +38,7 @@ def load_model_and_tokenizer(path: str, *, device: str = "auto", dtype: str = "a
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
-    from agentrft.backends.local.gguf_model import from_pretrained_args
+    from agentrft.backends.local.models.gguf_model import from_pretrained_args
 
     hf_logging.disable_progress_bar()
     device = resolve_device(device)
@@ -48,13 +48,14 @@ def load_model_and_tokenizer(path: str, *, device: str = "auto", dtype: str = "a
     model = AutoModelForCausalLM.from_pretrained(
         source, dtype=resolve_dtype(dtype, device), **extra
     )
-    return model.to(device), tokenizer
+    # transformers types `.to` through a decorator that takes the model for the device.
+    return model.to(device), tokenizer  # type: ignore[arg-type]
 
 
 def loadable_path(path: str) -> str:
     """`path`, or for a `.gguf` file its converted transformers copy (built once, cached:
     see `gguf_model.ensure_converted`)."""
-    from agentrft.backends.local.gguf_model import ensure_converted, is_gguf_file
+    from agentrft.backends.local.models.gguf_model import ensure_converted, is_gguf_file
 
     return str(ensure_converted(path)) if is_gguf_file(path) else path
 
@@ -63,7 +64,7 @@ def load_tokenizer(path: str):
     """The tokenizer (with its chat template) of a model directory, id or `.gguf` file."""
     from transformers import AutoTokenizer
 
-    from agentrft.backends.local.gguf_model import from_pretrained_args
+    from agentrft.backends.local.models.gguf_model import from_pretrained_args
 
     source, extra = from_pretrained_args(loadable_path(path))
     return AutoTokenizer.from_pretrained(source, **extra)

@@ -24,15 +24,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentrft.backends.local.advantages import (
+from agentrft.backends.local.algo.advantages import (
     PER_TURN_METHODS,
     compute_advantages,
     group_per_turn,
     turn_penalty_credit,
 )
-from agentrft.backends.local.chat_tokens import TokenPolicy
-from agentrft.backends.local.engine import Engine
-from agentrft.backends.local.health import (
+from agentrft.backends.local.algo.sequences import TrainSequence, trajectory_sequences
+from agentrft.backends.local.algo.trainer import LoRATrainer
+from agentrft.backends.local.inference.chat_tokens import TokenPolicy
+from agentrft.backends.local.run.engine import Engine
+from agentrft.backends.local.run.health import (
     ExploitWatch,
     HealthEvent,
     HealthMonitor,
@@ -42,11 +44,9 @@ from agentrft.backends.local.health import (
     lowest_total,
     rollout_health,
 )
-from agentrft.backends.local.run import RunDir, Tracker
-from agentrft.backends.local.sequences import TrainSequence, trajectory_sequences
-from agentrft.backends.local.trainer import LoRATrainer
-from agentrft.backends.local.view import LiveView
-from agentrft.config import Config
+from agentrft.backends.local.run.run_dir import RunDir, Tracker
+from agentrft.backends.local.run.view import LiveView
+from agentrft.backends.local.settings import LocalRunConfig
 from agentrft.group_scoring import run_grouped_episodes
 from agentrft.judges import judge_metrics
 from agentrft.mixture import MixtureTask, per_task_metrics
@@ -131,7 +131,7 @@ def trainer_speed(
     one large matmul on this machine in the trainer's dtype and threads (its peak)."""
     import torch
 
-    from agentrft.backends.local.flops import matmul_peak
+    from agentrft.backends.local.algo.flops import matmul_peak
 
     if seconds <= 0 or "trainer/flops" not in metrics:
         return {}
@@ -156,7 +156,7 @@ def curriculum_level(start: int, end: int, step: int, total: int) -> int:
     return round(start + (end - start) * (min(step, total) - 1) / (total - 1))
 
 
-def learning_rate_at(config: Config, step: int) -> float:
+def learning_rate_at(config: LocalRunConfig, step: int) -> float:
     """`learning_rate`, ramped linearly over the first `local.lr_warmup_steps` steps."""
     warmup = config.local.lr_warmup_steps
     if warmup and step < warmup:
@@ -209,7 +209,7 @@ class GRPOLoop:
     def __init__(
         self,
         task: Task[Any],
-        config: Config,
+        config: LocalRunConfig,
         engine: Engine,
         trainer: LoRATrainer,
         run: RunDir,
@@ -358,9 +358,12 @@ class GRPOLoop:
         credit: list[list[float] | None] = [None] * len(trajs)
         if cfg.local.format_credit > 0:
             faults = [format_faults(t) for t in trajs]
-            credit = list(turn_penalty_credit(faults, cfg.group_size, cfg.local.format_credit))
+            penalties = turn_penalty_credit(faults, cfg.group_size, cfg.local.format_credit)
+            credit = list(penalties)
             if cfg.local.drop_zero_variance_groups:  # a group with format signal is admitted
-                admitted = [ok or any(c != 0.0 for c in credit[i]) for i, ok in enumerate(admitted)]
+                admitted = [
+                    ok or any(c != 0.0 for c in penalties[i]) for i, ok in enumerate(admitted)
+                ]
         seqs = [
             s
             for t, a, ta, c, ok in zip(trajs, adv.values, turn_adv, credit, admitted, strict=True)

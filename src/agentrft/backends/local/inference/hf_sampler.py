@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentrft.backends.local.sampler import Generation, SamplerError
+from agentrft.backends.local.inference.sampler import Generation, SamplerError
 from agentrft.policy import Sampling
 
 
@@ -47,7 +47,7 @@ class HFSampler:
     ) -> None:
         import torch
 
-        from agentrft.backends.local.chat_tokens import ChatTokenizer
+        from agentrft.backends.local.inference.chat_tokens import ChatTokenizer
 
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -78,7 +78,7 @@ class HFSampler:
     def from_pretrained(
         cls, path: str | Path, *, device: str = "cpu", dtype: str = "auto", **kwargs: Any
     ) -> HFSampler:
-        from agentrft.backends.local.model_loading import load_model_and_tokenizer
+        from agentrft.backends.local.models.model_loading import load_model_and_tokenizer
 
         model, tokenizer = load_model_and_tokenizer(str(path), device=device, dtype=dtype)
         return cls(model, tokenizer, **kwargs)
@@ -439,6 +439,7 @@ def _growing_cache() -> Any:
 
         def batch_repeat_interleave(self, repeats: int) -> None:
             if self.get_seq_length() > 0:
+                assert self.keys is not None and self.values is not None  # a length: tensors
                 self._k = self.keys.repeat_interleave(repeats, dim=0)
                 self._v = self.values.repeat_interleave(repeats, dim=0)
                 self.keys, self.values = self._k, self._v

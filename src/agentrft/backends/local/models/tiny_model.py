@@ -206,7 +206,7 @@ def build_tiny_model(out_dir: str | Path, *, size: TinySize = "1m", seed: int = 
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
-        rope_theta=10000.0,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
     )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)

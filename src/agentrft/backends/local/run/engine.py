@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentrft.backends.local import model_loading
-from agentrft.backends.local.chat_tokens import ChatTokenizer
-from agentrft.backends.local.sampler import TokenSampler
-from agentrft.config import Config
+from agentrft.backends.local.inference.chat_tokens import ChatTokenizer
+from agentrft.backends.local.inference.sampler import TokenSampler
+from agentrft.backends.local.models import model_loading
+from agentrft.backends.local.settings import LocalRunConfig
 from agentrft.policy import Sampling
 
 log = logging.getLogger(__name__)
@@ -112,18 +112,18 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def uses_tiny_model(config: Config) -> bool:
+def uses_tiny_model(config: LocalRunConfig) -> bool:
     return config.local.model is None and not cuda_available()
 
 
-def uses_real_model_on_cpu(config: Config) -> bool:
+def uses_real_model_on_cpu(config: LocalRunConfig) -> bool:
     """A model is named and the run has no GPU (`local.device` cpu, or auto without CUDA)."""
     if config.local.model is None:
         return False
     return config.local.device == "cpu" or (config.local.device == "auto" and not cuda_available())
 
 
-def apply_cpu_preset(config: Config, *, has_expert: bool = True) -> Config:
+def apply_cpu_preset(config: LocalRunConfig, *, has_expert: bool = True) -> LocalRunConfig:
     """`config` with a CPU preset filling the fields it does not set: `CPU_PRESET` for the
     built-in tiny model, `REAL_CPU_PRESET` for a real model on CPU; on a GPU, unchanged.
 
@@ -160,11 +160,11 @@ def apply_cpu_preset(config: Config, *, has_expert: bool = True) -> Config:
     )
 
 
-def resolve_model_path(config: Config) -> str:
+def resolve_model_path(config: LocalRunConfig) -> str:
     """The model directory, `.gguf` file or id to load; builds the tiny model when none is
     configured. `local.model` may also be `pkg:MODULE` (a GGUF inside an installed package)."""
     if config.local.model:
-        from agentrft.backends.local.gguf_model import resolve_local_model
+        from agentrft.backends.local.models.gguf_model import resolve_local_model
 
         model = config.local.model
         local = resolve_local_model(model)
@@ -180,7 +180,7 @@ def resolve_model_path(config: Config) -> str:
             "local.model is not set; on a GPU machine name a model, e.g. "
             "--set local.model=Qwen/Qwen3-1.7B (the tiny built-in model is for CPU demos)"
         )
-    from agentrft.backends.local.tiny_model import ensure_tiny_model
+    from agentrft.backends.local.models.tiny_model import ensure_tiny_model
 
     return str(ensure_tiny_model(config.local.tiny_model, seed=0))
 
@@ -199,12 +199,12 @@ def generation_eos_ids(path: str) -> list[int]:
     return [int(i) for i in ids if isinstance(i, int)]
 
 
-def resolve_device(config: Config) -> str:
+def resolve_device(config: LocalRunConfig) -> str:
     """`local.device` resolved (`auto`: cuda when torch sees a GPU, else cpu)."""
     return model_loading.resolve_device(config.local.device)
 
 
-def set_cpu_threads(config: Config, device: str) -> None:
+def set_cpu_threads(config: LocalRunConfig, device: str) -> None:
     """Apply `local.cpu_threads` (process-wide) when running on CPU."""
     if device != "cpu":
         return
@@ -215,21 +215,21 @@ def set_cpu_threads(config: Config, device: str) -> None:
         torch.set_num_threads(threads)
 
 
-def resolve_inference(config: Config, device: str) -> str:
+def resolve_inference(config: LocalRunConfig, device: str) -> str:
     choice = config.local.inference
     if choice != "auto":
         return choice
     if config.local.vllm_url:
         return "vllm"
     if device.startswith("cuda"):
-        from agentrft.backends.local.vllm_server import find_vllm_python
+        from agentrft.backends.local.inference.vllm_server import find_vllm_python
 
         if find_vllm_python(config.local.vllm_python) is not None:
             return "vllm"
     return "transformers"
 
 
-def train_sampling(config: Config) -> Sampling:
+def train_sampling(config: LocalRunConfig) -> Sampling:
     return Sampling(
         temperature=config.temperature,
         top_p=config.sampling_top_p,
@@ -257,7 +257,7 @@ class Engine:
         self._closers.clear()
 
 
-def make_engine(config: Config, model_path: str | None = None) -> Engine:
+def make_engine(config: LocalRunConfig, model_path: str | None = None) -> Engine:
     """Start the sampler for `config` (a vLLM server when chosen) and load the tokenizer."""
     path = model_path or resolve_model_path(config)
     # A GGUF file is served from its converted copy: loads in a second, and vLLM serves the
@@ -267,17 +267,17 @@ def make_engine(config: Config, model_path: str | None = None) -> Engine:
     set_cpu_threads(config, device)
     inference = resolve_inference(config, device)
     if inference == "transformers":
-        from agentrft.backends.local.hf_sampler import HFSampler
+        from agentrft.backends.local.inference.hf_sampler import HFSampler
 
-        sampler = HFSampler.from_pretrained(
+        hf = HFSampler.from_pretrained(
             path, device=device, dtype=config.local.dtype, seed=config.seed
         )
-        chat = ChatTokenizer(sampler.tokenizer, eos_token_ids=generation_eos_ids(path))
-        sampler.stop_ids = chat.end_of_turn_ids
-        return Engine(path, device, inference, sampler, chat)
+        chat = ChatTokenizer(hf.tokenizer, eos_token_ids=generation_eos_ids(path))
+        hf.stop_ids = chat.end_of_turn_ids
+        return Engine(path, device, inference, hf, chat)
 
-    from agentrft.backends.local.vllm_sampler import VLLMSampler
-    from agentrft.backends.local.vllm_server import (
+    from agentrft.backends.local.inference.vllm_sampler import VLLMSampler
+    from agentrft.backends.local.inference.vllm_server import (
         VLLMServer,
         VLLMServerConfig,
         check_server,

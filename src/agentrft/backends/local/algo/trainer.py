@@ -13,13 +13,13 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentrft.backends.local.flops import ModelShape, segment_context
-from agentrft.backends.local.loss import LossInputs, LossSettings, StepScale, policy_loss
-from agentrft.backends.local.model_loading import load_model_and_tokenizer, resolve_device
-from agentrft.backends.local.sequences import TrainSequence
+from agentrft.backends.local.algo.flops import ModelShape, segment_context
+from agentrft.backends.local.algo.loss import LossInputs, LossSettings, StepScale, policy_loss
+from agentrft.backends.local.algo.sequences import TrainSequence
+from agentrft.backends.local.models.model_loading import load_model_and_tokenizer, resolve_device
 
 if TYPE_CHECKING:
-    from agentrft.config import Config
+    from agentrft.backends.local.settings import LocalRunConfig
 
 
 def sequence_logprobs(
@@ -137,6 +137,20 @@ def _cache_kw(decoder: Any) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
+def _keys_and_values(layer: Any) -> tuple[Any, Any]:
+    """A cache layer's keys and values, which are the whole state of a full-attention layer;
+    a linear-attention layer (hybrid models) keeps a recurrent state a prefix cannot share."""
+    from transformers import cache_utils
+
+    linear = getattr(cache_utils, "LinearAttentionCacheLayerMixin", ())
+    if isinstance(layer, linear) or not isinstance(layer, cache_utils.CacheLayerMixin):
+        raise ValueError(
+            f"the shared-prefix pass needs key/value cache layers; this model's cache has a "
+            f"{type(layer).__name__}"
+        )
+    return layer.keys, layer.values
+
+
 class SharedPrefix:
     """A head of tokens every sequence of a step shares (system prompt, tools), run once per
     step instead of once per micro-batch.
@@ -160,7 +174,7 @@ class SharedPrefix:
             use_cache=True,
             **{_cache_kw(decoder): cache},
         ).last_hidden_state
-        kv = [(layer.keys, layer.values) for layer in cache.layers]
+        kv = [_keys_and_values(layer) for layer in cache.layers]
         self._outputs = [hidden, *(t for pair in kv for t in pair)]
 
         def leaf(t: Any) -> Any:
@@ -566,7 +580,11 @@ class LoRATrainer:
 
 
 def make_trainer(
-    config: Config, model_path: str, *, max_completion_length: int, adapter: str | None = None
+    config: LocalRunConfig,
+    model_path: str,
+    *,
+    max_completion_length: int,
+    adapter: str | None = None,
 ) -> LoRATrainer:
     """The `LoRATrainer` a run's `config` describes (LoRA, AdamW and loss settings), on
     `model_path`; `adapter` continues training a saved LoRA adapter instead of a fresh one."""

@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentrft.backends.local.chat_tokens import ChatTokenizer
-from agentrft.backends.local.sequences import TrainSequence, sft_sequences
-from agentrft.backends.local.trainer import LoRATrainer
-from agentrft.backends.local.warmup import warmup_task
+from agentrft.backends.local.algo.sequences import TrainSequence, sft_sequences
+from agentrft.backends.local.algo.trainer import LoRATrainer
+from agentrft.backends.local.algo.warmup import warmup_task
+from agentrft.backends.local.inference.chat_tokens import ChatTokenizer
 from agentrft.policy import Sampling
 from agentrft.rollout import run_episodes
 from agentrft.task import EpisodeLimits, Task
@@ -115,9 +115,9 @@ async def warmup_adapter(
     """
     from pathlib import Path
 
-    from agentrft.backends.local.engine import resolve_model_path, set_cpu_threads
-    from agentrft.backends.local.rows import train_prompts
-    from agentrft.backends.local.trainer import make_trainer
+    from agentrft.backends.local.algo.trainer import make_trainer
+    from agentrft.backends.local.run.engine import resolve_model_path, set_cpu_threads
+    from agentrft.backends.local.run.rows import train_prompts
     from agentrft.config import episode_limits
 
     games = warmup_task(task, config.local.sft_source)

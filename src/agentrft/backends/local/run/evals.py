@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentrft.config import Config
+    from agentrft.backends.local.settings import LocalRunConfig
     from agentrft.evaluation import EvalReport
     from agentrft.task import Task
 
 
 async def run_eval(
     task: Task[Any],
-    config: Config,
+    config: LocalRunConfig,
     engine: Any,
     prompts: list[str],
     *,
@@ -28,7 +28,7 @@ async def run_eval(
     reward_fn: Any = None,
 ) -> tuple[list[EvalReport], list[Any]]:
     """Evaluate through the one agent loop at each `config.eval.temperatures`."""
-    from agentrft.backends.local.chat_tokens import TokenPolicy
+    from agentrft.backends.local.inference.chat_tokens import TokenPolicy
     from agentrft.config import episode_limits
     from agentrft.evaluation import evaluate
     from agentrft.policy import Sampling
@@ -52,7 +52,7 @@ async def run_eval(
     return reports, trajs
 
 
-def eval_level(config: Config) -> int:
+def eval_level(config: LocalRunConfig) -> int:
     """The curriculum level evaluations play: `eval.curriculum_level` when set, else the
     level a training curriculum ends at (so before/after rows compare like with like)."""
     if "curriculum_level" in config.eval.model_fields_set:
