@@ -10,7 +10,7 @@ from collections import Counter
 
 from agentrft_ticket_triage import TicketTriageTask
 
-from agentrft.backends.local.run.grpo import DataCursor, batch_keys
+from agentrft.backends.local.run.data_cursor import DataCursor, batch_keys
 
 
 def test_without_keys_the_order_is_the_plain_seeded_shuffle() -> None:

@@ -55,6 +55,7 @@ def trainer(tiny_156k):
 def test_the_step_prefix_gives_the_gradient_of_full_sequences(trainer, micro_batch_size):
     import torch
 
+    from agentrft.backends.local.algo import shared_prefix
     from agentrft.backends.local.algo import trainer as module
 
     seqs = _sequences(trainer.model.config.vocab_size)
@@ -63,12 +64,12 @@ def test_the_step_prefix_gives_the_gradient_of_full_sequences(trainer, micro_bat
     trainer.micro_batch_size = micro_batch_size
     assert trainer._step_prefix(seqs, module.micro_batches(seqs, micro_batch_size)) is not None
     split = _gradient(trainer, seqs)
-    original = module.MIN_SHARED_HEAD
-    module.MIN_SHARED_HEAD = 10**9  # no sharing at all: every sequence run in full
+    original = shared_prefix.MIN_SHARED_HEAD
+    shared_prefix.MIN_SHARED_HEAD = 10**9  # no sharing at all: every sequence run in full
     try:
         plain = _gradient(trainer, seqs)
     finally:
-        module.MIN_SHARED_HEAD = original
+        shared_prefix.MIN_SHARED_HEAD = original
     assert whole.keys() == split.keys() == plain.keys()
     for name in whole:
         # float64, but Llama's RMSNorm computes in float32: runs that split the work

@@ -12,6 +12,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from agentrft.trajectory import Trajectory
+
 #: Added to the group std before dividing (TRL 1.16 uses 1e-4).
 STD_EPS = 1e-4
 
@@ -193,3 +195,21 @@ def group_per_turn(
         flat / groups if groups else 0.0,
         fallback / len(turns) if turns else 0.0,
     )
+
+
+def usable_per_turn(traj: Trajectory) -> tuple[list[float] | None, str | None]:
+    """The rollout's per-turn rewards for per-turn credit, or (None, why not).
+
+    Usable means what the SageMaker runtime also requires before it reports a list: one
+    finite value per policy call (`len(traj.turns)`); any other list would credit the wrong
+    turns, so the rollout trains with its episode advantage instead.
+    """
+    per_turn = traj.reward.per_turn if traj.reward is not None else None
+    if not per_turn:
+        return None, "no per_turn rewards"
+    if len(per_turn) != len(traj.turns):
+        return None, f"{len(per_turn)} per-turn rewards for {len(traj.turns)} policy calls"
+    values = [float(v) for v in per_turn]
+    if not all(math.isfinite(v) for v in values):
+        return None, "a per-turn reward is not finite"
+    return values, None

@@ -155,3 +155,18 @@ def _rendered_sequence(
     if max_length is not None and len(full) > max_length:
         full, mask = full[:max_length], mask[:max_length]
     return TrainSequence(full, mask, 1.0)
+
+
+def rollout_sequences(
+    traj: Trajectory,
+    episode_advantage: float,
+    turn_advantages: list[float] | None,
+    format_credit: list[float] | None,
+) -> list[TrainSequence]:
+    """A rollout's training sequences: each turn's tokens carry the turn's own advantage when
+    it has one (per-turn credit), else the episode's; format credit adds to either."""
+    if turn_advantages is None:
+        return trajectory_sequences(traj, episode_advantage, format_credit)
+    if format_credit is not None:
+        turn_advantages = [a + c for a, c in zip(turn_advantages, format_credit, strict=True)]
+    return trajectory_sequences(traj, 0.0, turn_advantages)

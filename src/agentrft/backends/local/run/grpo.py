@@ -15,13 +15,11 @@ from __future__ import annotations
 import json
 import logging
 import math
-import random
 import shutil
 import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from agentrft.backends.local.algo.advantages import (
@@ -29,21 +27,16 @@ from agentrft.backends.local.algo.advantages import (
     compute_advantages,
     group_per_turn,
     turn_penalty_credit,
+    usable_per_turn,
 )
-from agentrft.backends.local.algo.sequences import TrainSequence, trajectory_sequences
+from agentrft.backends.local.algo.sequences import rollout_sequences
 from agentrft.backends.local.algo.trainer import LoRATrainer
 from agentrft.backends.local.inference.chat_tokens import TokenPolicy
+from agentrft.backends.local.run.data_cursor import DataCursor, batch_keys
 from agentrft.backends.local.run.engine import Engine
-from agentrft.backends.local.run.health import (
-    ExploitWatch,
-    HealthEvent,
-    HealthMonitor,
-    HealthWatch,
-    declares_success,
-    format_faults,
-    lowest_total,
-    rollout_health,
-)
+from agentrft.backends.local.run.exploit_watch import ExploitWatch, declares_success, lowest_total
+from agentrft.backends.local.run.health import HealthMonitor, format_faults, rollout_health
+from agentrft.backends.local.run.health_watch import HealthEvent, HealthWatch
 from agentrft.backends.local.run.run_dir import RunDir, Tracker
 from agentrft.backends.local.run.view import LiveView
 from agentrft.backends.local.settings import LocalRunConfig
@@ -58,70 +51,6 @@ from agentrft.trajectory import Trajectory, append_trajectories
 log = logging.getLogger(__name__)
 
 StepCallback = Callable[[int, dict[str, float]], None]
-
-
-@dataclass
-class DataCursor:
-    """Position in the stream of training prompts: epoch-wise seeded shuffles, in order.
-
-    With `keys` (one per prompt, `Task.batch_key`), each epoch's order interleaves the keys:
-    every key's rows are shuffled, then taken one per key in turn (the keys' order drawn
-    afresh each round), so any run of consecutive rows holds each key about equally often.
-    """
-
-    size: int
-    seed: int
-    position: int = 0
-    keys: list[str] | None = None
-
-    def take(self, n: int) -> list[int]:
-        out: list[int] = []
-        order: list[int] = []
-        order_epoch = -1
-        for _ in range(n):
-            epoch, index = divmod(self.position, self.size)
-            if epoch != order_epoch:  # shuffle once per epoch, not once per prompt taken
-                order, order_epoch = self._order(epoch), epoch
-            out.append(order[index])
-            self.position += 1
-        return out
-
-    def _order(self, epoch: int) -> list[int]:
-        order = list(range(self.size))
-        rng = random.Random(self.seed * 1_000_003 + epoch)
-        rng.shuffle(order)
-        if not self.keys or len(set(self.keys)) < 2:
-            return order
-        by_key: dict[str, list[int]] = {}
-        for i in order:  # already shuffled: each key's rows in a random order
-            by_key.setdefault(self.keys[i], []).append(i)
-        queues = [by_key[k] for k in sorted(by_key)]
-        out: list[int] = []
-        while any(queues):
-            rng.shuffle(queues)
-            for q in queues:
-                if q:
-                    out.append(q.pop())
-        return out
-
-    @property
-    def epoch(self) -> int:
-        return self.position // self.size
-
-
-def batch_keys(task: Task[Any], prompts: list[str]) -> list[str] | None:
-    """`task.batch_key` of every prompt, or None when the task declares none (or a row does
-    not parse: such a row plays as a bad input, and the batches are left unbalanced)."""
-    keys: list[str] = []
-    for prompt in prompts:
-        try:
-            key = task.batch_key(task.parse(prompt))
-        except Exception:
-            return None
-        if key is None:
-            return None
-        keys.append(str(key))
-    return keys
 
 
 def trainer_speed(
@@ -162,39 +91,6 @@ def learning_rate_at(config: LocalRunConfig, step: int) -> float:
     if warmup and step < warmup:
         return config.learning_rate * step / warmup
     return config.learning_rate
-
-
-def usable_per_turn(traj: Trajectory) -> tuple[list[float] | None, str | None]:
-    """The rollout's per-turn rewards for per-turn credit, or (None, why not).
-
-    Usable means what the SageMaker runtime also requires before it reports a list: one
-    finite value per policy call (`len(traj.turns)`); any other list would credit the wrong
-    turns, so the rollout trains with its episode advantage instead.
-    """
-    per_turn = traj.reward.per_turn if traj.reward is not None else None
-    if not per_turn:
-        return None, "no per_turn rewards"
-    if len(per_turn) != len(traj.turns):
-        return None, f"{len(per_turn)} per-turn rewards for {len(traj.turns)} policy calls"
-    values = [float(v) for v in per_turn]
-    if not all(math.isfinite(v) for v in values):
-        return None, "a per-turn reward is not finite"
-    return values, None
-
-
-def rollout_sequences(
-    traj: Trajectory,
-    episode_advantage: float,
-    turn_advantages: list[float] | None,
-    format_credit: list[float] | None,
-) -> list[TrainSequence]:
-    """A rollout's training sequences: each turn's tokens carry the turn's own advantage when
-    it has one (per-turn credit), else the episode's; format credit adds to either."""
-    if turn_advantages is None:
-        return trajectory_sequences(traj, episode_advantage, format_credit)
-    if format_credit is not None:
-        turn_advantages = [a + c for a, c in zip(turn_advantages, format_credit, strict=True)]
-    return trajectory_sequences(traj, 0.0, turn_advantages)
 
 
 def step_seed(seed: int, step: int) -> int:
