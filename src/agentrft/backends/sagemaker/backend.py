@@ -25,12 +25,18 @@ from agentrft.backend import (
 from agentrft.backends.sagemaker.cli.options import CLI_OPTIONS, sagemaker_cli_values
 from agentrft.backends.sagemaker.jobs import recipe
 from agentrft.backends.sagemaker.jobs import service_facts as facts
-from agentrft.backends.sagemaker.jobs.aws import Aws, SageMakerError, make_aws, parse_arn
+from agentrft.backends.sagemaker.jobs.aws import (
+    Aws,
+    SageMakerError,
+    job_region,
+    make_aws,
+    parse_arn,
+    role_account,
+)
 from agentrft.backends.sagemaker.jobs.eula import Eula, check_eula
 from agentrft.backends.sagemaker.jobs.job_document import (
     JobView,
     TrainingSpec,
-    base_model_arn_from_parts,
     create_job_request,
     make_job_name,
     printable_request,
@@ -40,6 +46,7 @@ from agentrft.backends.sagemaker.jobs.job_document import (
     validate_job_name,
     validate_request,
 )
+from agentrft.backends.sagemaker.jobs.task_mix import print_task_mix
 from agentrft.backends.sagemaker.settings import (
     SageMakerConfig,
     SageMakerEvalOptions,
@@ -122,49 +129,13 @@ class SageMakerBackend(Backend):
             region = parse_arn(config.sagemaker.runtime_arn, what="runtime ARN").region
         return make_aws(config.sagemaker, region)
 
-    @staticmethod
-    def _region(config: SageMakerRunConfig) -> str:
-        """The job's region without any call: the config's, the runtime's, else the SDK's
-        local resolution (environment, shared config file)."""
-        sm = config.sagemaker
-        if sm.region:
-            return sm.region
-        if sm.runtime_arn:
-            try:
-                return parse_arn(sm.runtime_arn, what="runtime ARN").region
-            except SageMakerError:
-                pass  # the input checks name the malformed ARN
-        return make_aws(sm).region
-
-    @staticmethod
-    def _account_hint(config: SageMakerRunConfig) -> str | None:
-        """The job's account as the role ARN states it (offline placeholders use it)."""
-        try:
-            return parse_arn(config.sagemaker.role_arn or "", what="role ARN").account or None
-        except SageMakerError:
-            return None
-
     def _base_model(
         self, aws: Aws, config: SageMakerRunConfig, offline: bool, notes: list[str]
     ) -> tuple[str, dict[str, Any] | None, Eula]:
         """The base model's ARN, its recipe's specs (looked up only) and its license."""
-        from agentrft.backends.sagemaker.jobs.hub import resolve_base_model
+        from agentrft.backends.sagemaker.jobs.hub import base_model_for
 
-        sm = config.sagemaker
-        if offline:
-            version = sm.base_model_version or "<latest: set sagemaker.base_model_version>"
-            notes.append(
-                "offline: the base model ARN was built, not looked up"
-                if sm.base_model_version
-                else "offline: BaseModelArn below ends in <latest: ...>; the request a real "
-                "run submits carries the hub's latest version of "
-                f"{sm.base_model}, looked up then (set sagemaker.base_model_version to pin it)"
-            )
-            eula = Eula(sm.base_model, None, looked_up=False)
-            return base_model_arn_from_parts(aws.region, sm.base_model, version), None, eula
-        model = resolve_base_model(aws, sm.base_model, sm.base_model_version)
-        notes.extend(model.notes)
-        return model.arn, model.specs, Eula(sm.base_model, model.eula_url, looked_up=True)
+        return base_model_for(aws, config.sagemaker, offline, notes)
 
     def _group(
         self,
@@ -293,7 +264,7 @@ class SageMakerBackend(Backend):
                 "[yellow]note: on sagemaker the reward is computed by the deployed runtime; "
                 "deploy it with `agentrft deploy --reward NAME` to swap the reward.[/]"
             )
-        region = self._region(config)
+        region = job_region(config.sagemaker)
         raise_for_inputs(config, region, "train")
         send_all = sm.send_hyperparameters == "all"
         hps = training_hyperparameters(config, only_set=not send_all)
@@ -309,7 +280,7 @@ class SageMakerBackend(Backend):
 
         remote = not dry_run or lookups
         aws = aws or make_aws(sm, region)
-        self._offline_account = None if remote else self._account_hint(config)
+        self._offline_account = None if remote else role_account(config.sagemaker)
         self._model = sm.base_model
         if not dry_run and not skip_preflight and sm.preflight:
             self._preflight(config, task, aws, "train", out)
@@ -374,7 +345,7 @@ class SageMakerBackend(Backend):
         rows = recipe.plan(hps, user_set_hyperparameters(config), sm.base_model, send_all=send_all)
         for note in notes:
             out.print(f"[dim]{note}[/]")
-        _print_task_mix(task, config, out)
+        print_task_mix(task, config, out)
         if dry_run:
             from agentrft.backends.sagemaker.jobs.lifecycle import render_plan
 
@@ -469,7 +440,7 @@ class SageMakerBackend(Backend):
                 "them in the config's sagemaker section"
             )
         assert dataset is not None  # a missing one was refused above
-        region = self._region(config)
+        region = job_region(config.sagemaker)
         raise_for_inputs(config, region, "eval", model_package_arn=model_package_arn)
         remote = not dry_run or lookups
         aws = aws or make_aws(sm, region)
@@ -516,34 +487,3 @@ class SageMakerBackend(Backend):
         if not dry_run and wait:
             render_table(outcomes, out, prices)
         return EvaluationResult(outcomes, dry_run=dry_run, prices=prices)
-
-
-def _print_task_mix(task: Task[Any], config: SageMakerRunConfig, out: Console) -> None:
-    """A multi-task run: the one runtime that serves every task, and each task's rows (from
-    `train_dataset` / `validation_dataset` when set, else the rows the tasks make, which is
-    what `agentrft dataset make --task <spec>` writes for upload). Prints nothing for one
-    task."""
-    from agentrft.datasets import task_prompts
-    from agentrft.mixture import MixtureTask, row_task_counts
-
-    if not isinstance(task, MixtureTask):
-        return
-    sm = config.sagemaker
-    out.print(
-        f"one runtime serves tasks {', '.join(task.tasks)}: {sm.runtime_arn} (each row goes "
-        f"to its task by the agentrft_task field inside its prompt string; deploy it with "
-        f"`agentrft deploy --task {','.join(task.tasks)}`)"
-    )
-    sources = [
-        ("train", config.train_dataset, "train", sm.train_s3_uri),
-        ("validation", config.validation_dataset, config.eval.split, sm.validation_s3_uri),
-    ]
-    for label, data, split, uri in sources:
-        if label == "validation" and not uri:
-            continue
-        prompts = task_prompts(task, data=data, split=split, n=None, seed=config.seed)
-        counts = row_task_counts(prompts)
-        origin = data or f"made by the tasks (split {split})"
-        names = [*task.tasks, *(n for n in counts if n not in task.tasks)]  # strays too
-        listed = ", ".join(f"{n} {counts.get(n, 0)}" for n in names)
-        out.print(f"{label} rows, {origin}, for {uri}: {listed}")

@@ -97,7 +97,7 @@ def deploy(
     Never redeploy while a job uses the runtime: in-flight rollouts lose their sampling
     requests and the service fails the job.
     """
-    from agentrft.backends.sagemaker.jobs.deploy import deploy_command
+    from agentrft.backends.sagemaker.jobs.deploy_command import deploy_command
 
     deploy_command(
         task=task,

@@ -141,3 +141,24 @@ def has_create_job() -> tuple[bool, str]:
         return False, f"botocore {botocore.__version__}: {exc}"
     ok = "CreateJob" in ops and "sagemakerjobruntime" in services
     return ok, f"botocore {botocore.__version__}"
+
+
+def job_region(sm: SageMakerConfig) -> str:
+    """A job's region without any call: the config's, the runtime's, else the SDK's local
+    resolution (environment, shared config file)."""
+    if sm.region:
+        return sm.region
+    if sm.runtime_arn:
+        try:
+            return parse_arn(sm.runtime_arn, what="runtime ARN").region
+        except SageMakerError:
+            pass  # the input checks name the malformed ARN
+    return make_aws(sm).region
+
+
+def role_account(sm: SageMakerConfig) -> str | None:
+    """The job's account as the role ARN states it (offline placeholders use it)."""
+    try:
+        return parse_arn(sm.role_arn or "", what="role ARN").account or None
+    except SageMakerError:
+        return None

@@ -29,31 +29,59 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentrft.backends.sagemaker.jobs.bundle_merge import (
+    BASE_GLIBC_MINOR,
+    HOOK,
+    TARGET_MARKERS,
+    BundleError,
+    DeclaredOptions,
+    LocalDistribution,
+    NoDepsRequirement,
+    collect_bundle_options,
+    glibc_minor,
+    merge_options,
+    normalise,
+    one_per_name,
+    req_name,
+    runtime_requirements,
+)
 from agentrft.bundle_options import BundleOptions
+
+__all__ = [
+    "AGENTRFT_EXTRAS",
+    "BASE_GLIBC_MINOR",
+    "ENTRY_FILE",
+    "HOOK",
+    "MAX_UNPACKED_BYTES",
+    "MAX_ZIP_BYTES",
+    "RUNTIME_PYTHON",
+    "TARGET_MARKERS",
+    "TARGET_PLATFORM",
+    "BundleError",
+    "BundlePlan",
+    "DeclaredOptions",
+    "LocalDistribution",
+    "NoDepsRequirement",
+    "build_bundle",
+    "check_unpacked_size",
+    "check_zip_size",
+    "collect_bundle_options",
+    "entry_script",
+    "local_distribution",
+    "plan_bundle",
+    "runtime_requirements",
+    "sha256_file",
+    "write_zip",
+]
 
 #: The runtime AgentCore runs the bundle with [model: AgentManagedRuntimeType].
 RUNTIME_PYTHON = "PYTHON_3_11"
 TARGET_PYTHON_VERSION = "3.11"
 TARGET_PLATFORM = "manylinux2014_aarch64"
 TARGET_IMPLEMENTATION = "cp"
-#: Marker environment of the runtime, for choosing which requirements apply.
-TARGET_MARKERS = {
-    "python_version": "3.11",
-    "python_full_version": "3.11.0",
-    "sys_platform": "linux",
-    "platform_system": "Linux",
-    "platform_machine": "aarch64",
-    "os_name": "posix",
-    "implementation_name": "cpython",
-    "platform_python_implementation": "CPython",
-}
 #: Extras of agentrft the runtime needs (bedrock-agentcore, starlette, uvicorn).
 AGENTRFT_EXTRAS = ("sagemaker",)
 ENTRY_FILE = "main.py"
-#: glibc of manylinux2014; `BundleOptions.platforms` opts into newer ones.
-BASE_GLIBC_MINOR = 17
-_MANYLINUX_RE = re.compile(r"^manylinux(?:2014|_2_(?P<minor>[0-9]+))_(?P<arch>[a-z0-9_]+)$")
-HOOK = "agentrft_bundle_options"
 MB = 1024 * 1024
 #: AgentCore's fixed quotas for a direct code deployment package ("250 MB" compressed,
 #: "750 MB" uncompressed, not adjustable); read as MiB, as Lambda's same figures are.
@@ -63,47 +91,6 @@ MAX_UNPACKED_BYTES = 750 * MB
 _DIST_INFO_FILES = ("METADATA", "entry_points.txt", "top_level.txt", "WHEEL")
 _SKIP_DIRS = {"__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache"}
 _SKIP_SUFFIXES = (".pyc", ".pyo")
-
-
-class BundleError(RuntimeError):
-    """The bundle cannot be built; the message names the cause and the fix."""
-
-
-@dataclass
-class LocalDistribution:
-    """An installed distribution copied into the bundle as-is."""
-
-    name: str
-    version: str
-    packages: list[Path]
-    dist_info: dict[str, str]
-    requires: list[str]
-
-    @property
-    def dist_info_dir(self) -> str:
-        return f"{self.name.replace('-', '_')}-{self.version}.dist-info"
-
-
-@dataclass(frozen=True)
-class DeclaredOptions:
-    """One plugin's `BundleOptions`, with where they come from (for errors and --dry-run)."""
-
-    plugin: str
-    distribution: str
-    options: BundleOptions
-
-    @property
-    def source(self) -> str:
-        return f"plugin {self.plugin!r} (distribution {self.distribution})"
-
-
-@dataclass(frozen=True)
-class NoDepsRequirement:
-    """A requirement installed with `--no-deps`, and the dependencies kept for it."""
-
-    requirement: str
-    kept: tuple[str, ...]
-    declared_by: tuple[str, ...]
 
 
 @dataclass
@@ -138,7 +125,7 @@ class BundlePlan:
         """`--platform` values: manylinux2014 (and its PEP 600 spelling, which pip does
         not equate), then every glibc up to the newest one a plugin opted into."""
         arch = self.platform.removeprefix("manylinux2014_")
-        newest = max((_glibc_minor(t) for t in self.extra_platforms), default=BASE_GLIBC_MINOR)
+        newest = max((glibc_minor(t) for t in self.extra_platforms), default=BASE_GLIBC_MINOR)
         return [self.platform] + [
             f"manylinux_2_{minor}_{arch}" for minor in range(BASE_GLIBC_MINOR, newest + 1)
         ]
@@ -189,7 +176,7 @@ class BundlePlan:
             steps.append(f"{d.source} declares BundleOptions: {_summary(d.options)}")
         for tag, who in self.extra_platforms.items():
             steps.append(
-                f"accept wheels up to {tag} (glibc 2.{_glibc_minor(tag)}, newer than "
+                f"accept wheels up to {tag} (glibc 2.{glibc_minor(tag)}, newer than "
                 f"manylinux2014's 2.17; opted into by {', '.join(who)}) for every dependency"
             )
         if self.no_deps:
@@ -230,13 +217,13 @@ def plan_bundle(
     local = [local_distribution("agentrft", extras=AGENTRFT_EXTRAS)]
     names = [distribution] if isinstance(distribution, str) else list(distribution)
     for name in dict.fromkeys(names):
-        if _normalise(name) not in {_normalise(d.name) for d in local}:
+        if normalise(name) not in {normalise(d.name) for d in local}:
             local.append(local_distribution(name))
-    bundled = {_normalise(d.name) for d in local}
+    bundled = {normalise(d.name) for d in local}
     merged = merge_options(local, options)
     skipped = bundled | set(merged.no_deps)
-    wanted = [r for d in local for r in d.requires if _normalise(_req_name(r)) not in skipped]
-    requirements = _one_per_name([*wanted, *merged.requirements])
+    wanted = [r for d in local for r in d.requires if normalise(req_name(r)) not in skipped]
+    requirements = one_per_name([*wanted, *merged.requirements])
     return BundlePlan(
         task=task,
         workdir=Path(workdir),
@@ -249,140 +236,6 @@ def plan_bundle(
         extra_platforms=merged.platforms,
         declared=list(options),
     )
-
-
-def collect_bundle_options(plugins: Any, tasks: Sequence[str]) -> list[DeclaredOptions]:
-    """Call `agentrft_bundle_options(tasks=...)` of each plugin that provides one of `tasks`
-    (an `agentrft.plugins.Plugins`), with the names of its own tasks among them."""
-    provided = plugins.tasks_collection().items
-    out = []
-    for impl in getattr(plugins.hook, HOOK).get_hookimpls():
-        dist = plugins.distributions.get(impl.plugin_name, "-")
-
-        def same_source(p: Any, impl: Any = impl, dist: str = dist) -> bool:
-            return p.distribution == dist if dist != "-" else p.plugin == impl.plugin_name
-
-        mine = [t for t in tasks if t in provided and same_source(provided[t])]
-        if not mine:
-            continue  # a plugin not in this bundle
-        where = f"plugin {impl.plugin_name!r}" + (f" (distribution {dist})" if dist != "-" else "")
-        kwargs = {"tasks": list(mine)}
-        try:
-            declared = impl.function(*(kwargs[a] for a in impl.argnames))
-        except Exception as exc:
-            raise BundleError(
-                f"{where}: its {HOOK} hook raised {type(exc).__name__}: {exc}; fix the "
-                "plugin's declaration (docs/sagemaker-runtime.md)"
-            ) from None
-        if declared is None:
-            continue
-        if not isinstance(declared, BundleOptions):
-            raise BundleError(
-                f"{where}: its {HOOK} hook returned {_shown(declared)}; return "
-                "agentrft.BundleOptions(...) or None"
-            )
-        name = dist if dist != "-" else impl.plugin_name
-        out.append(DeclaredOptions(impl.plugin_name, name, declared))
-    return out
-
-
-@dataclass
-class _NoDepsEntry:
-    """One no-deps requirement while the declarations are merged."""
-
-    name: str
-    requirements: list[str] = field(default_factory=list)
-    kept: dict[str, str] = field(default_factory=dict)  # name -> requirement string
-    by: list[str] = field(default_factory=list)  # the declaring plugins, for messages
-    dists: set[str] = field(default_factory=set)  # their normalised distribution names
-
-
-@dataclass
-class _Merged:
-    requirements: list[str] = field(default_factory=list)
-    #: normalised name -> the no-deps requirement
-    no_deps: dict[str, NoDepsRequirement] = field(default_factory=dict)
-    platforms: dict[str, tuple[str, ...]] = field(default_factory=dict)
-
-
-def merge_options(
-    local: Sequence[LocalDistribution], options: Sequence[DeclaredOptions]
-) -> _Merged:
-    """Check each declaration against the installed metadata and merge them: the union
-    of no-deps requirements (and of what each keeps), of extra requirements and of
-    platforms. A requirement one plugin installs without its dependencies while another
-    bundled distribution needs it with them is a conflict."""
-    by_name = {_normalise(d.name): d for d in local}
-    merged = _Merged()
-    no_deps: dict[str, _NoDepsEntry] = {}
-    for d in options:
-        owner = by_name.get(_normalise(d.distribution))
-        if owner is None:
-            raise BundleError(f"{d.source} declares BundleOptions but is not in this bundle")
-        own = {_normalise(_req_name(r)): r for r in owner.requires}
-        for name, keep in d.options.no_deps.items():
-            key = _normalise(name)
-            if key in by_name:
-                raise BundleError(
-                    f"{d.source}: BundleOptions.no_deps names {name!r}, which the bundle "
-                    "copies from this machine (it is not installed by pip); drop it"
-                )
-            if key not in own:
-                raise BundleError(
-                    f"{d.source}: BundleOptions.no_deps names {name!r}, which "
-                    f"{owner.name} does not require on the runtime (it requires: "
-                    f"{', '.join(_req_name(r) for r in owner.requires) or 'nothing'}); "
-                    "name one of its requirements, or list it under requirements"
-                )
-            entry = no_deps.setdefault(key, _NoDepsEntry(name))
-            entry.requirements.append(own[key])
-            entry.by.append(d.source)
-            entry.dists.add(_normalise(owner.name))
-            deps = _dependencies_of(d, name)
-            for kept_name in keep:
-                req = deps.get(_normalise(kept_name))
-                if req is None:
-                    raise BundleError(
-                        f"{d.source}: BundleOptions.no_deps[{name!r}] keeps {kept_name!r}, "
-                        f"which {name} {md.version(name)} does not require on the runtime "
-                        f"(it requires: {', '.join(sorted(deps.values(), key=str.lower))}); "
-                        "list it under requirements=(...) with a version instead"
-                    )
-                entry.kept[_req_name(req)] = req
-        for line in d.options.requirements:
-            for req in _checked_requirement(d, line):
-                if _normalise(_req_name(req)) in by_name:
-                    raise BundleError(
-                        f"{d.source}: BundleOptions.requirements entry {line!r} is copied "
-                        "from this machine into the bundle, not installed by pip; drop it"
-                    )
-                merged.requirements.append(req)
-        for tag in d.options.platforms:
-            _check_declared_platform(d, tag)
-            merged.platforms[tag] = (*merged.platforms.get(tag, ()), d.source)
-    for key, entry in no_deps.items():
-        needs = [
-            dist.name
-            for dist in local
-            if key in {_normalise(_req_name(r)) for r in dist.requires}
-            and _normalise(dist.name) not in entry.dists
-        ]
-        if needs:
-            raise BundleError(
-                f"{' and '.join(entry.by)} installs {entry.name} without its "
-                f"dependencies, but {', '.join(needs)} (in the same bundle) requires it with "
-                f"them; declare the same no_deps in {needs[0]}'s BundleOptions (keeping what "
-                "its tasks import), or deploy these tasks to separate runtimes"
-            )
-        kept = sorted(entry.kept, key=str.lower)
-        merged.requirements += [entry.kept[k] for k in kept]
-        merged.no_deps[key] = NoDepsRequirement(
-            requirement=_joined(entry.requirements),
-            kept=tuple(kept),
-            declared_by=tuple(entry.by),
-        )
-    merged.platforms = dict(sorted(merged.platforms.items(), key=lambda kv: _glibc_minor(kv[0])))
-    return merged
 
 
 def local_distribution(name: str, extras: Iterable[str] = ()) -> LocalDistribution:
@@ -403,22 +256,6 @@ def local_distribution(name: str, extras: Iterable[str] = ()) -> LocalDistributi
         dist_info=info,
         requires=runtime_requirements(dist.requires or [], extras),
     )
-
-
-def runtime_requirements(requires: Iterable[str], extras: Iterable[str] = ()) -> list[str]:
-    """The requirement strings that apply on the runtime (markers evaluated for it)."""
-    from packaging.requirements import Requirement
-
-    out = []
-    for line in requires:
-        req = Requirement(line)
-        if req.marker is not None:
-            envs = [{**TARGET_MARKERS, "extra": e} for e in ("", *extras)]
-            if not any(req.marker.evaluate(env) for env in envs):
-                continue
-        req.marker = None
-        out.append(str(req))
-    return out
 
 
 def build_bundle(
@@ -581,44 +418,6 @@ def _package_dir(top: str) -> Path:
     raise BundleError(f"package {top!r} has no files on disk to bundle")
 
 
-def _dependencies_of(d: DeclaredOptions, name: str) -> dict[str, str]:
-    """The runtime requirements of installed distribution `name`, by normalised name."""
-    try:
-        requires = md.distribution(name).requires or []
-    except md.PackageNotFoundError:
-        raise BundleError(
-            f"{d.source}: BundleOptions.no_deps names {name!r}, which is not installed here; "
-            "install the plugin with its dependencies so its pins can be read"
-        ) from None
-    return {_normalise(_req_name(r)): r for r in runtime_requirements(requires)}
-
-
-def _checked_requirement(d: DeclaredOptions, line: str) -> list[str]:
-    from packaging.requirements import InvalidRequirement
-
-    try:
-        return runtime_requirements([line])
-    except InvalidRequirement as exc:
-        raise BundleError(
-            f"{d.source}: BundleOptions.requirements entry {line!r} is not a requirement "
-            f"(PEP 508, e.g. 'numpy==1.26.4'): {str(exc).splitlines()[0]}"
-        ) from None
-
-
-def _check_declared_platform(d: DeclaredOptions, tag: str) -> None:
-    m = _MANYLINUX_RE.match(tag)
-    if m is None or m["arch"] != "aarch64" or m["minor"] is None:
-        raise BundleError(
-            f"{d.source}: BundleOptions.platforms entry {tag!r} is not a newer manylinux tag "
-            "for the runtime (Linux ARM64, glibc): use e.g. 'manylinux_2_28_aarch64'"
-        )
-    if int(m["minor"]) <= BASE_GLIBC_MINOR:
-        raise BundleError(
-            f"{d.source}: BundleOptions.platforms entry {tag!r} is already accepted "
-            "(manylinux2014 is glibc 2.17); drop it"
-        )
-
-
 def _check_platform(platform: str) -> str:
     if not re.fullmatch(r"manylinux2014_[a-z0-9_]+", platform):
         raise BundleError(
@@ -629,36 +428,10 @@ def _check_platform(platform: str) -> str:
     return platform
 
 
-def _glibc_minor(tag: str) -> int:
-    m = _MANYLINUX_RE.match(tag)
-    return int(m["minor"]) if m and m["minor"] else BASE_GLIBC_MINOR
-
-
 def _platform_words(platform: str) -> str:
     if platform == TARGET_PLATFORM:
         return "Linux ARM64 / CPython 3.11"
     return f"{platform} / CPython 3.11 (a test build: AgentCore runs {TARGET_PLATFORM})"
-
-
-def _joined(requirements: list[str]) -> str:
-    """One requirement from several spellings of it (pip refuses a name given twice)."""
-    from packaging.requirements import Requirement
-
-    reqs = [Requirement(r) for r in requirements]
-    first = reqs[0]
-    for other in reqs[1:]:
-        first.specifier &= other.specifier
-        first.extras |= other.extras
-    return str(first)
-
-
-def _one_per_name(requirements: Iterable[str]) -> list[str]:
-    """Sorted, each name once with every specifier it was given (pip's resolver takes the
-    intersection either way; one entry reads better in --dry-run)."""
-    by_name: dict[str, list[str]] = {}
-    for r in requirements:
-        by_name.setdefault(_normalise(_req_name(r)), []).append(r)
-    return sorted((_joined(list(dict.fromkeys(rs))) for rs in by_name.values()), key=str.lower)
 
 
 def _summary(options: BundleOptions) -> str:
@@ -670,21 +443,6 @@ def _summary(options: BundleOptions) -> str:
     if options.platforms:
         parts.append(f"wheels up to {', '.join(options.platforms)}")
     return "; ".join(parts) or "nothing"
-
-
-def _shown(obj: Any) -> str:
-    text = repr(obj)
-    return text if len(text) <= 80 else text[:60] + "..."
-
-
-def _req_name(requirement: str) -> str:
-    from packaging.requirements import Requirement
-
-    return Requirement(requirement).name
-
-
-def _normalise(name: str) -> str:
-    return name.lower().replace("_", "-").replace(".", "-")
 
 
 def _quote(arg: str) -> str:

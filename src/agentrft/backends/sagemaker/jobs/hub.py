@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from agentrft.backends.sagemaker.jobs import service_facts as facts
 from agentrft.backends.sagemaker.jobs.aws import SageMakerError, error_code, error_message
-from agentrft.backends.sagemaker.jobs.eula import eula_url
+from agentrft.backends.sagemaker.jobs.eula import Eula, eula_url
+from agentrft.backends.sagemaker.jobs.job_document import base_model_arn_from_parts
 
 if TYPE_CHECKING:
     from agentrft.backends.sagemaker.jobs.aws import Aws
+    from agentrft.backends.sagemaker.settings import SageMakerConfig
 
 
 @dataclass
@@ -216,3 +218,24 @@ def ensure_model_package_group(
             "to an existing group"
         ) from None
     return GroupResolution(resp["ModelPackageGroupArn"], "created")
+
+
+def base_model_for(
+    aws: Aws, sm: SageMakerConfig, offline: bool, notes: list[str]
+) -> tuple[str, dict[str, Any] | None, Eula]:
+    """The base model's ARN, its recipe's specs (looked up only) and its license: looked
+    up on the hub, or offline built from the config (and `notes` says what was not)."""
+    if offline:
+        version = sm.base_model_version or "<latest: set sagemaker.base_model_version>"
+        notes.append(
+            "offline: the base model ARN was built, not looked up"
+            if sm.base_model_version
+            else "offline: BaseModelArn below ends in <latest: ...>; the request a real "
+            "run submits carries the hub's latest version of "
+            f"{sm.base_model}, looked up then (set sagemaker.base_model_version to pin it)"
+        )
+        eula = Eula(sm.base_model, None, looked_up=False)
+        return base_model_arn_from_parts(aws.region, sm.base_model, version), None, eula
+    model = resolve_base_model(aws, sm.base_model, sm.base_model_version)
+    notes.extend(model.notes)
+    return model.arn, model.specs, Eula(sm.base_model, model.eula_url, looked_up=True)
