@@ -45,27 +45,12 @@ def agentrft_backends() -> list[type]:
     return []
 
 
-@hookspec
-def agentrft_losses() -> dict[str, Any]:
-    """Return policy losses, `{name: fn(inputs, settings) -> per-token loss}`, that
-    `loss_fn: NAME` selects in the local engine (built in: `ppo`, `importance_sampling`,
-    `cispo`; the contract is in the local backend's loss module)."""
-    return {}
-
-
-@hookspec
-def agentrft_loss_normalizations() -> dict[str, Any]:
-    """Return loss normalizations, `{name: fn(mask, step_scale) -> per-token weights}`,
-    that `local.loss_normalization: NAME` selects (built in: `dapo`, `grpo`, `dr_grpo`)."""
-    return {}
-
-
-@hookspec
-def agentrft_advantages() -> dict[str, Any]:
-    """Return advantage estimators, `{name: fn(rewards, group_size, scale) -> Advantages}`,
-    that `advantage_method: NAME` selects in the local engine (built in: `group_based`, and
-    `group_based_per_turn`, which credits each turn from `RewardResult.per_turn`)."""
-    return {}
+@hookspec(historic=True)
+def agentrft_addhooks(pluginmanager: Any) -> None:
+    """Declare hooks of your own: `pluginmanager.add_hookspecs(module)` (pytest's
+    `pytest_addhooks`). A backend declares here the hooks its own plugins implement; the
+    local backend's algorithm registries are filled this way (`agentrft_losses`, ...,
+    in `agentrft.backends.local.hookspecs`)."""
 
 
 @hookspec

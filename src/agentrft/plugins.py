@@ -160,9 +160,10 @@ class Plugins:
         return collection.items[name].obj
 
     def conflicts(self) -> list[str]:
-        """Every name two distributions provide (each an error when it is used)."""
+        """Every name two distributions provide (each an error when it is used): tasks,
+        rewards, backends, and the named functions read so far."""
         found = [self.tasks_collection(), self._rewards(), self._backends()]
-        found += [self._algorithms(h, k) for h, k in _ALGORITHM_HOOKS.items()]
+        found += [c for c in self._collections.values() if c not in found]
         return [msg for c in found for msg in c.conflicts.values()]
 
     # -- tasks ---------------------------------------------------------------------------
@@ -222,15 +223,13 @@ class Plugins:
             raise
         return cls()
 
-    # -- algorithm variants (losses, advantage estimators) ------------------------------
+    # -- named functions (a backend's algorithm variants, ...) --------------------------
 
-    def _algorithms(self, hook_name: str, kind: str) -> _Collection:
-        return self._collect(hook_name, kind, _check_callable(kind))
-
-    def algorithms(self, hook_name: str) -> dict[str, Provided]:
-        """What plugins register through `agentrft_losses`, `agentrft_loss_normalizations`
-        or `agentrft_advantages`; a name two distributions provide is an error."""
-        collection = self._algorithms(hook_name, _ALGORITHM_HOOKS[hook_name])
+    def named_functions(self, hook_name: str, kind: str) -> dict[str, Provided]:
+        """What plugins return from a `{name: function}` hook (`kind` names what the names
+        select, for messages); a name two distributions provide is an error. The hook is
+        declared by whoever reads it (a backend, through `agentrft_addhooks`)."""
+        collection = self._collect(hook_name, kind, _check_callable(kind))
         if collection.conflicts:
             raise PluginError("; ".join(collection.conflicts.values()))
         return collection.items
@@ -238,12 +237,6 @@ class Plugins:
 
 #: Extras that bring the built-in backends' dependencies.
 KNOWN_BACKEND_EXTRAS = {"local": "local", "sagemaker": "sagemaker"}
-#: Algorithm hooks -> what their names select (the config key).
-_ALGORITHM_HOOKS = {
-    "agentrft_losses": "loss_fn",
-    "agentrft_loss_normalizations": "loss normalization",
-    "agentrft_advantages": "advantage_method",
-}
 
 
 def _sources(collection: _Collection) -> dict[str, str]:
@@ -368,6 +361,8 @@ def load_plugins(extra: list[Any] | None = None, entry_points: bool = True) -> P
                 broken.append(BrokenPlugin(dist, ep.name, ep.value, f"{type(exc).__name__}: {exc}"))
     for obj in extra or []:
         pm.register(obj, name=_extra_name(pm, obj))
+    # Hooks that plugins declare (a backend's own): before the check for unknown hooks.
+    pm.hook.agentrft_addhooks.call_historic(kwargs={"pluginmanager": pm})
     plugins = Plugins(pm, broken, distributions, values)
     _refuse_unknown_hooks(plugins)
     return plugins
@@ -385,7 +380,7 @@ def _extra_name(pm: pluggy.PluginManager, obj: Any) -> str:
 def _refuse_unknown_hooks(plugins: Plugins) -> None:
     """pytest's rule: a hook implementation with no specification is a plugin bug (a typo,
     or a hook of another version). Each such plugin is moved to `broken`, named."""
-    known = [n for n in dir(hookspecs) if n.startswith("agentrft_")]
+    known = sorted(n for n, caller in vars(plugins.pm.hook).items() if caller.has_spec())
     while True:
         try:
             plugins.pm.check_pending()

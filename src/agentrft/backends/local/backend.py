@@ -76,9 +76,12 @@ class LocalBackend(Backend):
         return config, options
 
     def check_config(self, config: Config) -> None:
-        """`loss_fn`, `local.loss_normalization` and `advantage_method` must be registered."""
-        from agentrft.backends.local.algo.algorithms import check_algorithms
+        """`loss_fn`, `local.loss_normalization` and `advantage_method` must be registered
+        (in code, or by the installed plugins, installed here)."""
+        from agentrft.backends.local.algo.algorithms import check_algorithms, install_algorithms
+        from agentrft.plugins import get_plugins
 
+        install_algorithms(get_plugins())
         check_algorithms(as_local(config))
 
     def play_policy(self, task: Task[Any], config: Config) -> Any:

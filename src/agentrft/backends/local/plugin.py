@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from agentrft.hookspecs import hookimpl
+
+
+@hookimpl
+def agentrft_addhooks(pluginmanager: Any) -> None:
+    from agentrft.backends.local import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 @hookimpl

@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from agentrft.backends.local.algo.registry import Registry
 from agentrft.trajectory import Trajectory
 
 #: Added to the group std before dividing (TRL 1.16 uses 1e-4).
@@ -26,15 +27,14 @@ class Advantages:
 
 
 AdvantageFn = Callable[[Sequence[float], int, bool], Advantages]
-ADVANTAGES: dict[str, AdvantageFn] = {}
+ADVANTAGES: Registry[AdvantageFn] = Registry(
+    "advantage_method", "agentrft_advantages", "@register_advantage"
+)
 
 
 def register_advantage(name: str) -> Callable[[AdvantageFn], AdvantageFn]:
-    def wrap(fn: AdvantageFn) -> AdvantageFn:
-        ADVANTAGES[name] = fn
-        return fn
-
-    return wrap
+    """Decorator: an advantage estimator `advantage_method: NAME` selects."""
+    return ADVANTAGES.register(name)
 
 
 @register_advantage("group_based")

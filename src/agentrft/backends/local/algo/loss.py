@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from agentrft.backends.local.algo.registry import Registry
+
 if TYPE_CHECKING:
     from torch import Tensor
 
@@ -57,24 +59,22 @@ class LossOutput:
 
 PerTokenLoss = Callable[["LossInputs", "LossSettings"], "Tensor"]
 Normalization = Callable[["Tensor", "StepScale"], "Tensor"]
-POLICY_LOSSES: dict[str, PerTokenLoss] = {}
-NORMALIZATIONS: dict[str, Normalization] = {}
+POLICY_LOSSES: Registry[PerTokenLoss] = Registry(
+    "loss_fn", "agentrft_losses", "@register_policy_loss"
+)
+NORMALIZATIONS: Registry[Normalization] = Registry(
+    "local.loss_normalization", "agentrft_loss_normalizations", "@register_normalization"
+)
 
 
 def register_policy_loss(name: str) -> Callable[[PerTokenLoss], PerTokenLoss]:
-    def wrap(fn: PerTokenLoss) -> PerTokenLoss:
-        POLICY_LOSSES[name] = fn
-        return fn
-
-    return wrap
+    """Decorator: a policy loss `loss_fn: NAME` selects."""
+    return POLICY_LOSSES.register(name)
 
 
 def register_normalization(name: str) -> Callable[[Normalization], Normalization]:
-    def wrap(fn: Normalization) -> Normalization:
-        NORMALIZATIONS[name] = fn
-        return fn
-
-    return wrap
+    """Decorator: a loss normalization `local.loss_normalization: NAME` selects."""
+    return NORMALIZATIONS.register(name)
 
 
 def token_advantages(x: LossInputs) -> Tensor:
