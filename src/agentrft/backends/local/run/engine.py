@@ -19,6 +19,7 @@ from typing import Any
 from agentrft.backends.local.inference.chat_tokens import ChatTokenizer
 from agentrft.backends.local.inference.sampler import TokenSampler
 from agentrft.backends.local.models import model_loading
+from agentrft.backends.local.models.tiny_model import TinySize
 from agentrft.backends.local.settings import LocalRunConfig
 from agentrft.policy import Sampling
 
@@ -160,13 +161,13 @@ def apply_cpu_preset(config: LocalRunConfig, *, has_expert: bool = True) -> Loca
     )
 
 
-def resolve_model_path(config: LocalRunConfig) -> str:
-    """The model directory, `.gguf` file or id to load; builds the tiny model when none is
-    configured. `local.model` may also be `pkg:MODULE` (a GGUF inside an installed package)."""
-    if config.local.model:
+def resolve_model_path(model: str | None, tiny_model: TinySize = "1m") -> str:
+    """The model directory, `.gguf` file or id to load (`local.model`); builds the tiny model
+    (`local.tiny_model`) when none is configured. `model` may also be `pkg:MODULE` (a GGUF
+    inside an installed package)."""
+    if model:
         from agentrft.backends.local.models.gguf_model import resolve_local_model
 
-        model = config.local.model
         local = resolve_local_model(model)
         if local is not None:
             return local
@@ -182,7 +183,7 @@ def resolve_model_path(config: LocalRunConfig) -> str:
         )
     from agentrft.backends.local.models.tiny_model import ensure_tiny_model
 
-    return str(ensure_tiny_model(config.local.tiny_model, seed=0))
+    return str(ensure_tiny_model(tiny_model, seed=0))
 
 
 def generation_eos_ids(path: str) -> list[int]:
@@ -204,13 +205,13 @@ def resolve_device(config: LocalRunConfig) -> str:
     return model_loading.resolve_device(config.local.device)
 
 
-def set_cpu_threads(config: LocalRunConfig, device: str) -> None:
-    """Apply `local.cpu_threads` (process-wide) when running on CPU."""
+def set_cpu_threads(cpu_threads: int | None, model: str | None, device: str) -> None:
+    """Apply `local.cpu_threads` (process-wide) when running on CPU (the tiny model: 1)."""
     if device != "cpu":
         return
     import torch
 
-    threads = config.local.cpu_threads or (1 if config.local.model is None else None)
+    threads = cpu_threads or (1 if model is None else None)
     if threads:
         torch.set_num_threads(threads)
 
@@ -237,6 +238,44 @@ def train_sampling(config: LocalRunConfig) -> Sampling:
     )
 
 
+@dataclass(frozen=True)
+class SamplerSettings:
+    """What the inference side of a run is built from, with the device and the engine
+    (transformers or vLLM) resolved. A run's spec (`run/spec.py`) makes it once."""
+
+    #: `local.model` (None: the built-in tiny model, `tiny_model` its size).
+    model: str | None
+    tiny_model: TinySize
+    device: str
+    inference: str
+    dtype: str
+    seed: int
+    cpu_threads: int | None
+    vllm_url: str | None
+    vllm_python: str | None
+    vllm_args: tuple[str, ...]
+    #: The LoRA rank the vLLM server must accept adapters of.
+    lora_rank: int
+
+    @classmethod
+    def of(cls, config: LocalRunConfig) -> SamplerSettings:
+        """The sampler's part of a run's (resolved) config."""
+        device = resolve_device(config)
+        return cls(
+            model=config.local.model,
+            tiny_model=config.local.tiny_model,
+            device=device,
+            inference=resolve_inference(config, device),
+            dtype=config.local.dtype,
+            seed=config.seed,
+            cpu_threads=config.local.cpu_threads,
+            vllm_url=config.local.vllm_url,
+            vllm_python=config.local.vllm_python,
+            vllm_args=tuple(config.local.vllm_args),
+            lora_rank=config.lora_rank,
+        )
+
+
 @dataclass
 class Engine:
     """A sampler and the chat tokenizer, plus what must be closed after use."""
@@ -257,20 +296,20 @@ class Engine:
         self._closers.clear()
 
 
-def make_engine(config: LocalRunConfig, model_path: str | None = None) -> Engine:
-    """Start the sampler for `config` (a vLLM server when chosen) and load the tokenizer."""
-    path = model_path or resolve_model_path(config)
+def make_engine(settings: SamplerSettings, model_path: str | None = None) -> Engine:
+    """Start the sampler `settings` describe (a vLLM server when chosen) and load the
+    tokenizer; `model_path` instead of `settings.model` (a run's own resolved path)."""
+    path = model_path or resolve_model_path(settings.model, settings.tiny_model)
     # A GGUF file is served from its converted copy: loads in a second, and vLLM serves the
     # very weights the trainer trains.
     path = model_loading.loadable_path(path)
-    device = resolve_device(config)
-    set_cpu_threads(config, device)
-    inference = resolve_inference(config, device)
+    device, inference = settings.device, settings.inference
+    set_cpu_threads(settings.cpu_threads, settings.model, device)
     if inference == "transformers":
         from agentrft.backends.local.inference.hf_sampler import HFSampler
 
         hf = HFSampler.from_pretrained(
-            path, device=device, dtype=config.local.dtype, seed=config.seed
+            path, device=device, dtype=settings.dtype, seed=settings.seed
         )
         chat = ChatTokenizer(hf.tokenizer, eos_token_ids=generation_eos_ids(path))
         hf.stop_ids = chat.end_of_turn_ids
@@ -286,12 +325,12 @@ def make_engine(config: LocalRunConfig, model_path: str | None = None) -> Engine
 
     chat = ChatTokenizer(model_loading.load_tokenizer(path), eos_token_ids=generation_eos_ids(path))
     closers: list[Any] = []
-    if config.local.vllm_url:
-        url = config.local.vllm_url.rstrip("/")
+    if settings.vllm_url:
+        url = settings.vllm_url.rstrip("/")
         served_models = check_server(url)  # a clear error when it is not a ready vLLM server
         served = path if path in served_models or not served_models else served_models[0]
     else:
-        python = find_vllm_python(config.local.vllm_python)
+        python = find_vllm_python(settings.vllm_python)
         if python is None:
             raise ValueError(
                 "local.inference is 'vllm' but no vLLM interpreter was found; pip install "
@@ -302,10 +341,10 @@ def make_engine(config: LocalRunConfig, model_path: str | None = None) -> Engine
                 model=path,
                 python=python,
                 device="cuda" if device.startswith("cuda") else "cpu",
-                max_lora_rank=_vllm_rank(config.lora_rank),
+                max_lora_rank=_vllm_rank(settings.lora_rank),
                 max_loras=4,
-                seed=config.seed,
-                extra_args=tuple(config.local.vllm_args),
+                seed=settings.seed,
+                extra_args=settings.vllm_args,
             )
         )
         url = server.start()

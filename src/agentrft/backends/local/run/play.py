@@ -34,10 +34,10 @@ class EnginePolicy(Policy):
     """
 
     def __init__(self, config: LocalRunConfig) -> None:
-        from agentrft.backends.local.run.engine import apply_cpu_preset
+        from agentrft.backends.local.run.spec import eval_config
 
         # The tiny model on CPU: the same preset as a run's before/after evaluation.
-        self.config = apply_cpu_preset(config, has_expert=False)
+        self.config = eval_config(config)
         self.adapter: str | None = self.config.local.adapter  # type: ignore[attr-defined]
         check_adapter_dir(self.adapter)
         model = self.config.local.model or f"tiny model ({self.config.local.tiny_model})"  # type: ignore[attr-defined]
@@ -49,9 +49,9 @@ class EnginePolicy(Policy):
         """The engine's `TokenPolicy`, started on first use."""
         if self._policy is None:
             from agentrft.backends.local.inference.chat_tokens import TokenPolicy
-            from agentrft.backends.local.run.engine import make_engine
+            from agentrft.backends.local.run.engine import SamplerSettings, make_engine
 
-            engine = make_engine(self.config)
+            engine = make_engine(SamplerSettings.of(self.config))
             self._engine = engine
             name = None
             if self.adapter:

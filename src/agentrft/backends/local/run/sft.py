@@ -115,7 +115,7 @@ async def warmup_adapter(
     """
     from pathlib import Path
 
-    from agentrft.backends.local.algo.trainer import make_trainer
+    from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
     from agentrft.backends.local.run.engine import resolve_model_path, set_cpu_threads
     from agentrft.backends.local.run.rows import train_prompts
     from agentrft.config import episode_limits
@@ -126,10 +126,11 @@ async def warmup_adapter(
             f"task {task.name!r} offers no {config.local.sft_source} warm-up games; set "
             "local.sft_source=expert or local.sft_warmup_steps=0"
         )
-    model = resolve_model_path(config)
-    trainer = make_trainer(config, model, max_completion_length=config.sampling_max_tokens,
+    model = resolve_model_path(config.local.model, config.local.tiny_model)
+    trainer = make_trainer(TrainerSettings.of(config), model,
+                           max_completion_length=config.sampling_max_tokens,
                            adapter=config.local.adapter)  # fmt: skip
-    set_cpu_threads(config, trainer.device)
+    set_cpu_threads(config.local.cpu_threads, config.local.model, trainer.device)
     if prompts is None:
         prompts = train_prompts(task, config)  # the rows `train` would warm up on
     await sft_warmup(

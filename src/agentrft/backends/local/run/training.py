@@ -1,7 +1,7 @@
 """A local training run as named phases, in the order `backend.train_async` runs them:
 
-1. `read_inputs`: the config (a resumed run's own), the checks and the rows; nothing is
-   written yet, so bad input leaves no run directory behind;
+1. `spec.resolve_run`: the config (a resumed run's own), the checks, the rows and each
+   part's settings; nothing is written yet, so bad input leaves no run directory behind;
 2. `TrainingRun.open`: the run directory and the engine (sampler + chat tokenizer);
 3. `TrainingRun.build`: the trainer, the MLflow tracker and the GRPO loop;
 4. `TrainingRun.start`: resume from a checkpoint, or evaluate the starting model, run the
@@ -16,30 +16,22 @@ What the phases share (run directory, engine, trainer, tracker, loop) lives on o
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentrft import backend as core
-from agentrft.backend import BackendError
 from agentrft.backends.local.algo.trainer import LoRATrainer, make_trainer
 from agentrft.backends.local.algo.warmup import describe_source, warmup_task
-from agentrft.backends.local.models.gguf_model import check_model_spec
-from agentrft.backends.local.run.engine import Engine, apply_cpu_preset, make_engine, train_sampling
-from agentrft.backends.local.run.evals import eval_level, load_eval, run_eval, save_eval
+from agentrft.backends.local.run.engine import Engine, make_engine, train_sampling
+from agentrft.backends.local.run.evals import load_eval, run_eval, save_eval
 from agentrft.backends.local.run.grpo import GRPOLoop
-from agentrft.backends.local.run.rows import check_rows_parse, train_prompts, validation_prompts
 from agentrft.backends.local.run.run_dir import RunDir, Tracker, flatten_config
-from agentrft.backends.local.run.run_plan import say_plan
 from agentrft.backends.local.run.sft import sft_warmup
+from agentrft.backends.local.run.spec import RunSpec, printer
 from agentrft.backends.local.run.view import LiveView
-from agentrft.backends.local.settings import LocalRunConfig, as_local
-from agentrft.config import episode_limits
-from agentrft.config_model import validate_config
 from agentrft.plugins import get_plugins
-from agentrft.redact import restore_redacted
-from agentrft.task import EpisodeLimits, Task, TaskInputError
+from agentrft.task import Task
 
 if TYPE_CHECKING:
     from agentrft.evaluation import EvalReport
@@ -60,105 +52,6 @@ class TrainResult(core.TrainResult):
     wall_s: float = 0.0
 
 
-# -- 1. inputs ------------------------------------------------------------------------------
-
-
-@dataclass
-class RunInputs:
-    """What a run starts from, resolved and checked before anything is written."""
-
-    config: LocalRunConfig
-    limits: EpisodeLimits
-    train_prompts: list[str]
-    #: Empty when the task makes no validation rows (no before/after evaluation then).
-    val_prompts: list[str]
-    #: The run being resumed and its latest checkpoint (None for a new run).
-    run: RunDir | None = None
-    checkpoint: Path | None = None
-
-
-def printer(console: Any) -> Callable[..., None]:
-    """`console.print`, or a no-op without a console (a library call, a test)."""
-    return console.print if console is not None else (lambda *a, **k: None)
-
-
-def read_inputs(
-    task: Task[Any], config: LocalRunConfig, *, resume: str | None, console: Any
-) -> RunInputs:
-    """Everything a run needs that can be wrong, checked before a file is written or a model
-    loaded: the config (on resume the run's own), the expert an SFT warm-up plays, the
-    curriculum levels, and the rows (train rows must exist; validation rows may not)."""
-    has_expert = warmup_task(task, config.local.sft_source) is not None
-    if config.local.model:
-        check_model_spec(config.local.model)
-    run: RunDir | None = None
-    checkpoint: Path | None = None
-    if resume:
-        run = RunDir.open(resume)
-        config = resumed_config(run, config)
-        checkpoint = run.latest_checkpoint()
-        if checkpoint is None:
-            raise FileNotFoundError(f"{run.path} has no checkpoint to resume from")
-    else:
-        given = config
-        config = apply_cpu_preset(config, has_expert=has_expert)
-        say_plan(task, given, config, printer(console))
-    check_task_fits(task, config, has_expert=has_expert)
-    limits = episode_limits(task, config)
-    train_rows = train_prompts(task, config)
-    if config.train_dataset:
-        check_rows_parse(task, train_rows, config.train_dataset, printer(console))
-    try:
-        val_prompts = validation_prompts(task, config)
-    except TaskInputError as exc:  # training can go on without held-out rows
-        say = printer(console)
-        say(f"no validation rows, so no before/after evaluation: {exc}", highlight=False)
-        val_prompts = []
-    return RunInputs(config, limits, train_rows, val_prompts, run, checkpoint)
-
-
-def resumed_config(run: RunDir, given: LocalRunConfig) -> LocalRunConfig:
-    """The config a resumed run continues with: the one it saved, with the secrets its
-    config.yaml was written without (URL passwords, keys) taken from `given`, and `given`'s
-    `max_steps` when it sets another (to train a finished run further)."""
-    saved = run.config()
-    data, missing = restore_redacted(saved.model_dump(mode="json"), given.model_dump(mode="json"))
-    if missing:
-        raise BackendError(
-            f"{run.path / 'config.yaml'} was written without the secrets in "
-            f"{', '.join(missing)}; pass the same values again to resume (the same --config "
-            f"file, or --set {missing[0]}=...)"
-        )
-    config = as_local(validate_config(data))
-    if "max_steps" in given.model_fields_set and given.max_steps != config.max_steps:
-        config = config.model_copy(update={"max_steps": given.max_steps})
-    return config
-
-
-def check_task_fits(task: Task[Any], config: LocalRunConfig, *, has_expert: bool) -> None:
-    """Refuse settings the task cannot serve: an SFT warm-up without the games it needs (a
-    scripted expert, or a withheld copy for `local.sft_source=withheld`), a curriculum level
-    past the task's last."""
-    if config.local.sft_warmup_steps > 0 and not has_expert:
-        if config.local.sft_source == "withheld":
-            raise ValueError(
-                f"local.sft_source=withheld but task {task.name!r} offers no withheld copy "
-                "with an expert (Task.withheld() returned None); set local.sft_source=expert "
-                "or local.sft_warmup_steps=0"
-            )
-        raise ValueError(
-            f"local.sft_warmup_steps={config.local.sft_warmup_steps} but task {task.name!r} has "
-            "no scripted expert (Task.expert() returned None); set local.sft_warmup_steps=0"
-        )
-    levels = (config.local.curriculum_start, config.local.curriculum_end, eval_level(config))
-    if max(levels) > task.curriculum_levels:
-        raise ValueError(
-            f"task {task.name!r} offers curriculum levels 0..{task.curriculum_levels}; "
-            f"local.curriculum_start/curriculum_end/eval.curriculum_level ask for "
-            f"{max(levels)}"
-        )
-
-
 # -- 2.-6. the run --------------------------------------------------------------------------
 
 
@@ -177,7 +70,7 @@ class TrainingRun:
     def __init__(
         self,
         task: Task[Any],
-        inputs: RunInputs,
+        inputs: RunSpec,
         run: RunDir,
         engine: Engine,
         *,
@@ -207,7 +100,7 @@ class TrainingRun:
     def open(
         cls,
         task: Task[Any],
-        inputs: RunInputs,
+        inputs: RunSpec,
         *,
         reward_fn: Any = None,
         console: Any = None,
@@ -217,7 +110,7 @@ class TrainingRun:
         phase that writes files or loads a model, so it runs only on checked inputs."""
         config = inputs.config
         run = inputs.run if inputs.run is not None else RunDir.create(config, task.name)
-        engine = make_engine(config)
+        engine = make_engine(inputs.sampler)
         printer(console)(
             f"[bold]agentrft local[/] · task {task.name} · model "
             f"{config.local.model or engine.model_path} · "
@@ -233,7 +126,7 @@ class TrainingRun:
         validation passed in when there are validation rows; run.json says `running`."""
         config, run, engine = self.config, self.run, self.engine
         self.trainer = make_trainer(
-            config,
+            self.inputs.trainer,
             engine.model_path,
             max_completion_length=config.sampling_max_tokens * self.inputs.limits.max_turns,
             adapter=config.local.adapter,  # continue training a LoRA adapter (e.g. an SFT one)
@@ -357,7 +250,7 @@ class TrainingRun:
         if steps <= 0:
             return
         games = warmup_task(self.task, config.local.sft_source)
-        assert games is not None  # read_inputs checked it
+        assert games is not None  # resolve_run checked it
         self.say(
             f"SFT warm-up: {steps} steps on {describe_source(self.task, config.local.sft_source)}"
             " ..."

@@ -1,0 +1,196 @@
+"""A local run resolved once: `RunSpec`.
+
+Everything that turns what the user gave (the config, the CLI's flags, a resumed run's saved
+config) into what runs happens here, once, before a file is written or a model loaded: the
+CPU preset (applied here and nowhere else), the device and the inference engine, the
+episode limits, the rows, and the settings each part of the engine is built from (the
+sampler's `SamplerSettings`, the trainer's `TrainerSettings`). `--dry-run` prints the same
+spec a real run starts from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from agentrft.backend import BackendError
+from agentrft.backends.local.algo.trainer import TrainerSettings
+from agentrft.backends.local.algo.warmup import warmup_task
+from agentrft.backends.local.models.gguf_model import check_model_spec
+from agentrft.backends.local.run.engine import SamplerSettings, apply_cpu_preset, uses_tiny_model
+from agentrft.backends.local.run.evals import eval_level
+from agentrft.backends.local.run.rows import check_rows_parse, train_prompts, validation_prompts
+from agentrft.backends.local.run.run_dir import RunDir
+from agentrft.backends.local.run.run_plan import say_plan
+from agentrft.backends.local.settings import LocalRunConfig, as_local
+from agentrft.config import episode_limits
+from agentrft.config_model import validate_config
+from agentrft.redact import restore_redacted
+from agentrft.task import EpisodeLimits, Task, TaskInputError
+
+__all__ = [
+    "RunSpec",
+    "check_task_fits",
+    "effective_config",
+    "eval_config",
+    "printer",
+    "resolve_run",
+    "resumed_config",
+]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What a run starts from, resolved and checked before anything is written."""
+
+    #: The run's config: the preset applied (a resumed run: its own saved config).
+    config: LocalRunConfig
+    limits: EpisodeLimits
+    train_prompts: list[str]
+    #: Empty when the task makes no validation rows (no before/after evaluation then).
+    val_prompts: list[str]
+    sampler: SamplerSettings
+    trainer: TrainerSettings
+    #: Whether the built-in tiny model's CPU preset applies.
+    cpu_preset: bool
+    #: The run being resumed and its latest checkpoint (None for a new run).
+    run: RunDir | None = None
+    checkpoint: Path | None = None
+
+    def describe(self, task: Task[Any]) -> dict[str, Any]:
+        """The spec as `train --dry-run` prints it: the run's shape, where the rows come
+        from, and the sampler's and the trainer's settings."""
+        config = self.config
+        train_rows = f"made by task {task.name} (split train)"
+        if config.train_dataset:
+            n = len(self.train_prompts)
+            train_rows = f"{config.train_dataset} ({n} row{'' if n == 1 else 's'})"
+        return {
+            "task": task.name,
+            "model": config.local.model or f"built-in tiny model ({config.local.tiny_model})",
+            "cpu_preset": self.cpu_preset,
+            "device": self.sampler.device,
+            "inference": self.sampler.inference,
+            "global_batch_size": config.global_batch_size,
+            "group_size": config.group_size,
+            "max_steps": config.max_steps,
+            "sampling_max_tokens": config.sampling_max_tokens,
+            "learning_rate": config.learning_rate,
+            "sft_warmup_steps": config.local.sft_warmup_steps,
+            "run_dir": config.local.run_dir,
+            # Where the rows come from (train --data FILE sets train_dataset).
+            "train_rows": train_rows,
+            "validation_rows": config.validation_dataset
+            or f"made by task {task.name} (split {config.eval.split})",
+            "limits": self.limits.model_dump(),
+            "sampler": asdict(self.sampler),
+            "trainer": asdict(self.trainer),
+        }
+
+
+def printer(console: Any) -> Callable[..., None]:
+    """`console.print`, or a no-op without a console (a library call, a test)."""
+    return console.print if console is not None else (lambda *a, **k: None)
+
+
+def resolve_run(
+    task: Task[Any], config: LocalRunConfig, *, resume: str | None, console: Any
+) -> RunSpec:
+    """Everything a run needs that can be wrong, checked before a file is written or a model
+    loaded: the config (on resume the run's own), the expert an SFT warm-up plays, the
+    curriculum levels, and the rows (train rows must exist; validation rows may not)."""
+    has_expert = warmup_task(task, config.local.sft_source) is not None
+    if config.local.model:
+        check_model_spec(config.local.model)
+    run: RunDir | None = None
+    checkpoint: Path | None = None
+    tiny = uses_tiny_model(config)
+    if resume:
+        run = RunDir.open(resume)
+        config = resumed_config(run, config)
+        checkpoint = run.latest_checkpoint()
+        if checkpoint is None:
+            raise FileNotFoundError(f"{run.path} has no checkpoint to resume from")
+    else:
+        given = config
+        config = apply_cpu_preset(config, has_expert=has_expert)
+        say_plan(task, given, config, printer(console))
+    check_task_fits(task, config, has_expert=has_expert)
+    limits = episode_limits(task, config)
+    train_rows = train_prompts(task, config)
+    if config.train_dataset:
+        check_rows_parse(task, train_rows, config.train_dataset, printer(console))
+    try:
+        val_prompts = validation_prompts(task, config)
+    except TaskInputError as exc:  # training can go on without held-out rows
+        say = printer(console)
+        say(f"no validation rows, so no before/after evaluation: {exc}", highlight=False)
+        val_prompts = []
+    return RunSpec(
+        config,
+        limits,
+        train_rows,
+        val_prompts,
+        sampler=SamplerSettings.of(config),
+        trainer=TrainerSettings.of(config),
+        cpu_preset=tiny,
+        run=run,
+        checkpoint=checkpoint,
+    )
+
+
+def eval_config(config: LocalRunConfig) -> LocalRunConfig:
+    """The config an evaluation or `play` runs with: the CPU preset's choices for a model
+    on CPU, without a warm-up (an evaluation trains nothing)."""
+    return apply_cpu_preset(config, has_expert=False)
+
+
+def effective_config(task: Task[Any], config: LocalRunConfig) -> LocalRunConfig:
+    """The config a new training run of `task` would run with (`config show`)."""
+    return apply_cpu_preset(
+        config, has_expert=warmup_task(task, config.local.sft_source) is not None
+    )
+
+
+def resumed_config(run: RunDir, given: LocalRunConfig) -> LocalRunConfig:
+    """The config a resumed run continues with: the one it saved, with the secrets its
+    config.yaml was written without (URL passwords, keys) taken from `given`, and `given`'s
+    `max_steps` when it sets another (to train a finished run further)."""
+    saved = run.config()
+    data, missing = restore_redacted(saved.model_dump(mode="json"), given.model_dump(mode="json"))
+    if missing:
+        raise BackendError(
+            f"{run.path / 'config.yaml'} was written without the secrets in "
+            f"{', '.join(missing)}; pass the same values again to resume (the same --config "
+            f"file, or --set {missing[0]}=...)"
+        )
+    config = as_local(validate_config(data))
+    if "max_steps" in given.model_fields_set and given.max_steps != config.max_steps:
+        config = config.model_copy(update={"max_steps": given.max_steps})
+    return config
+
+
+def check_task_fits(task: Task[Any], config: LocalRunConfig, *, has_expert: bool) -> None:
+    """Refuse settings the task cannot serve: an SFT warm-up without the games it needs (a
+    scripted expert, or a withheld copy for `local.sft_source=withheld`), a curriculum level
+    past the task's last."""
+    if config.local.sft_warmup_steps > 0 and not has_expert:
+        if config.local.sft_source == "withheld":
+            raise ValueError(
+                f"local.sft_source=withheld but task {task.name!r} offers no withheld copy "
+                "with an expert (Task.withheld() returned None); set local.sft_source=expert "
+                "or local.sft_warmup_steps=0"
+            )
+        raise ValueError(
+            f"local.sft_warmup_steps={config.local.sft_warmup_steps} but task {task.name!r} has "
+            "no scripted expert (Task.expert() returned None); set local.sft_warmup_steps=0"
+        )
+    levels = (config.local.curriculum_start, config.local.curriculum_end, eval_level(config))
+    if max(levels) > task.curriculum_levels:
+        raise ValueError(
+            f"task {task.name!r} offers curriculum levels 0..{task.curriculum_levels}; "
+            f"local.curriculum_start/curriculum_end/eval.curriculum_level ask for "
+            f"{max(levels)}"
+        )
