@@ -38,7 +38,7 @@ async def time_agentrft(
     from agentrft import Environment, EpisodeLimits, RewardResult, Task
     from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
     from agentrft.backends.local.run.engine import SamplerSettings, make_engine, train_sampling
-    from agentrft.backends.local.run.grpo import GRPOLoop
+    from agentrft.backends.local.run.grpo import GRPOLoop, LoopSettings
     from agentrft.backends.local.run.run_dir import RunDir
     from agentrft.config_model import load_config
 
@@ -81,7 +81,8 @@ async def time_agentrft(
     )
     task = CountA()
     loop = GRPOLoop(
-        task, config, engine, trainer, RunDir.create(config, "bench"), train_prompts=PROMPTS,
+        task, LoopSettings.of(config), engine, trainer, RunDir.create(config, "bench"),
+        train_prompts=PROMPTS,
         limits=task.limits, sampling=train_sampling(config),
     )  # fmt: skip
     await loop.sync(0)

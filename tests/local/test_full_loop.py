@@ -9,7 +9,7 @@ from agentrft import Sampling
 from agentrft.backends.local.algo.sequences import trajectory_sequences
 from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
 from agentrft.backends.local.run.engine import SamplerSettings, make_engine, train_sampling
-from agentrft.backends.local.run.grpo import GRPOLoop
+from agentrft.backends.local.run.grpo import GRPOLoop, LoopSettings
 from agentrft.backends.local.run.run_dir import RunDir
 from agentrft.backends.local.run.sft import sft_warmup
 from agentrft.config import episode_limits
@@ -31,7 +31,7 @@ async def test_tool_episodes_train_on_sampled_ids_and_sync_changes_logprobs(tmp_
         )
         run = RunDir.create(config, task.name)
         loop = GRPOLoop(
-            task, config, engine, trainer, run, train_prompts=FRUITS, limits=limits,
+            task, LoopSettings.of(config), engine, trainer, run, train_prompts=FRUITS, limits=limits,
             sampling=train_sampling(config),
         )  # fmt: skip
         sft = await sft_warmup(
@@ -110,7 +110,7 @@ async def test_wordle_plugin_episodes_after_expert_warmup(tmp_path, tiny_1m):
         )
         run = RunDir.create(config, task.name)
         loop = GRPOLoop(
-            task, config, engine, trainer, run, train_prompts=rows, limits=limits,
+            task, LoopSettings.of(config), engine, trainer, run, train_prompts=rows, limits=limits,
             sampling=train_sampling(config),
         )  # fmt: skip
         await sft_warmup(

@@ -196,10 +196,12 @@ def test_curriculum_anneals_linearly_from_start_to_end():
 
 
 def test_learning_rate_warms_up_linearly(tmp_path):
-    from agentrft.backends.local.run.grpo import learning_rate_at
+    from agentrft.backends.local.run.grpo import LoopSettings, learning_rate_at
 
     config = tiny_config(tmp_path, learning_rate=1e-3, **{"local.lr_warmup_steps": 4})
-    assert [learning_rate_at(config, s) for s in (1, 2, 4, 9)] == pytest.approx(
+    settings = LoopSettings.of(config)
+    assert [learning_rate_at(settings, s) for s in (1, 2, 4, 9)] == pytest.approx(
         [2.5e-4, 5e-4, 1e-3, 1e-3]
     )
-    assert learning_rate_at(tiny_config(tmp_path, learning_rate=1e-3), 1) == 1e-3
+    plain = LoopSettings.of(tiny_config(tmp_path, learning_rate=1e-3))
+    assert learning_rate_at(plain, 1) == 1e-3

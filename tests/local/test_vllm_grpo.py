@@ -16,7 +16,7 @@ from agentrft import Sampling
 from agentrft.backends.local.algo.sequences import trajectory_sequences
 from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
 from agentrft.backends.local.run.engine import SamplerSettings, make_engine, train_sampling
-from agentrft.backends.local.run.grpo import GRPOLoop
+from agentrft.backends.local.run.grpo import GRPOLoop, LoopSettings
 from agentrft.backends.local.run.run_dir import RunDir
 from agentrft.backends.local.run.sft import sft_warmup
 from agentrft.trajectory import read_trajectories
@@ -73,7 +73,7 @@ async def _grpo_through_vllm(tmp_path, settings: dict, gap: float = 1e-4) -> Non
             TrainerSettings.of(config), engine.model_path, max_completion_length=32
         )
         loop = GRPOLoop(
-            task, config, engine, trainer, RunDir.create(config, "count_a"),
+            task, LoopSettings.of(config), engine, trainer, RunDir.create(config, "count_a"),
             train_prompts=[f"Write text {k}" for k in range(8)], limits=task.limits,
             sampling=train_sampling(config),
         )  # fmt: skip
@@ -100,7 +100,7 @@ async def _grpo_through_vllm(tmp_path, settings: dict, gap: float = 1e-4) -> Non
         )  # fmt: skip
         run = RunDir.create(config, "fruit")
         floop = GRPOLoop(
-            fruit, config, engine, trainer, run, train_prompts=FRUITS, limits=fruit.limits,
+            fruit, LoopSettings.of(config), engine, trainer, run, train_prompts=FRUITS, limits=fruit.limits,
             sampling=train_sampling(config),
         )  # fmt: skip
         floop.version = loop.version

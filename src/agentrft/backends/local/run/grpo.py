@@ -20,6 +20,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agentrft.backends.local.algo.advantages import (
@@ -77,6 +78,59 @@ def trainer_speed(
     return out
 
 
+@dataclass(frozen=True)
+class LoopSettings:
+    """What the GRPO loop reads of a run's config: the step's shape, the advantage and its
+    filters, the schedule, validation and checkpoints, health and curriculum. A run's spec
+    (`run/spec.py`) makes it once."""
+
+    global_batch_size: int
+    group_size: int
+    advantage_method: str
+    seed: int
+    learning_rate: float
+    lr_warmup_steps: int
+    max_steps: int
+    max_epochs: int
+    scale_rewards: bool
+    format_credit: float
+    drop_zero_variance_groups: bool
+    balanced_batches: bool
+    sync_check: bool
+    val_every: int
+    checkpoint_every: int
+    save_prompt_token_ids: bool
+    health_stop_after: int | None
+    curriculum_start: int
+    curriculum_end: int
+
+    @classmethod
+    def of(cls, config: LocalRunConfig) -> LoopSettings:
+        """The loop's part of a run's (resolved) config."""
+        local = config.local
+        return cls(
+            global_batch_size=config.global_batch_size,
+            group_size=config.group_size,
+            advantage_method=config.advantage_method,
+            seed=config.seed,
+            learning_rate=config.learning_rate,
+            lr_warmup_steps=local.lr_warmup_steps,
+            max_steps=config.max_steps,
+            max_epochs=config.max_epochs,
+            scale_rewards=local.scale_rewards,
+            format_credit=local.format_credit,
+            drop_zero_variance_groups=local.drop_zero_variance_groups,
+            balanced_batches=local.balanced_batches,
+            sync_check=local.sync_check,
+            val_every=config.val_every,
+            checkpoint_every=local.checkpoint_every,
+            save_prompt_token_ids=local.save_prompt_token_ids,
+            health_stop_after=local.health_stop_after,
+            curriculum_start=local.curriculum_start,
+            curriculum_end=local.curriculum_end,
+        )
+
+
 def curriculum_level(start: int, end: int, step: int, total: int) -> int:
     """The task's curriculum level at `step` (1-based) of `total`: `start` at the first step,
     moving linearly to `end` at the last (rounded to the nearest level)."""
@@ -85,12 +139,12 @@ def curriculum_level(start: int, end: int, step: int, total: int) -> int:
     return round(start + (end - start) * (min(step, total) - 1) / (total - 1))
 
 
-def learning_rate_at(config: LocalRunConfig, step: int) -> float:
+def learning_rate_at(settings: LoopSettings, step: int) -> float:
     """`learning_rate`, ramped linearly over the first `local.lr_warmup_steps` steps."""
-    warmup = config.local.lr_warmup_steps
+    warmup = settings.lr_warmup_steps
     if warmup and step < warmup:
-        return config.learning_rate * step / warmup
-    return config.learning_rate
+        return settings.learning_rate * step / warmup
+    return settings.learning_rate
 
 
 def step_seed(seed: int, step: int) -> int:
@@ -105,7 +159,7 @@ class GRPOLoop:
     def __init__(
         self,
         task: Task[Any],
-        config: LocalRunConfig,
+        settings: LoopSettings,
         engine: Engine,
         trainer: LoRATrainer,
         run: RunDir,
@@ -123,7 +177,7 @@ class GRPOLoop:
         if not train_prompts:
             raise ValueError("training needs at least one prompt")
         self.task = task
-        self.config = config
+        self.settings = settings
         self.engine = engine
         self.trainer = trainer
         self.run = run
@@ -138,14 +192,14 @@ class GRPOLoop:
         self.validate = validate
         self.cursor = DataCursor(
             len(self.prompts),
-            config.seed,
-            keys=batch_keys(task, self.prompts) if config.local.balanced_batches else None,
+            settings.seed,
+            keys=batch_keys(task, self.prompts) if settings.balanced_batches else None,
         )
-        self.policy = TokenPolicy(engine.sampler, engine.chat, seed=config.seed)
+        self.policy = TokenPolicy(engine.sampler, engine.chat, seed=settings.seed)
         self.version: int | None = None
         self.step = 0
         self.health = HealthWatch(
-            HealthMonitor(stop_after=config.local.health_stop_after),
+            HealthMonitor(stop_after=settings.health_stop_after),
             ExploitWatch(can_solve=declares_success(task), floor=lowest_total(task)),
         )
         #: The latest step's rollouts, for the health view's exploit watch.
@@ -172,7 +226,7 @@ class GRPOLoop:
     # -- one step -------------------------------------------------------------------------
 
     async def train_step(self) -> dict[str, float]:
-        cfg = self.config
+        cfg = self.settings
         step = self.step + 1
         t0 = time.perf_counter()
         rows = self.cursor.take(cfg.global_batch_size)
@@ -213,7 +267,7 @@ class GRPOLoop:
             rewards,
             cfg.group_size,
             method=cfg.advantage_method,
-            scale=cfg.local.scale_rewards,
+            scale=cfg.scale_rewards,
         )
         # Per rollout, one advantage per turn (per-turn credit), or None: the episode's.
         turn_adv: list[list[float] | None] = [None] * len(trajs)
@@ -225,7 +279,7 @@ class GRPOLoop:
                 [values for values, _ in per_turn],
                 rewards,
                 cfg.group_size,
-                scale=cfg.local.scale_rewards,
+                scale=cfg.scale_rewards,
             )
             turn_adv, fallback, zero_var = pt.turns, pt.fallback_fraction, pt.zero_variance_fraction
             problems = Counter(problem for _, problem in per_turn if problem)
@@ -241,7 +295,7 @@ class GRPOLoop:
                     "; ".join(f"{n}x {why}" for why, n in problems.most_common(3)),
                 )
         admitted = [True] * len(trajs)
-        if cfg.local.drop_zero_variance_groups:
+        if cfg.drop_zero_variance_groups:
             signal = [
                 any(a != 0.0 for a in ta) if ta is not None else a0 != 0.0
                 for ta, a0 in zip(turn_adv, adv.values, strict=True)
@@ -252,11 +306,11 @@ class GRPOLoop:
                 for _ in range(cfg.group_size)
             ]
         credit: list[list[float] | None] = [None] * len(trajs)
-        if cfg.local.format_credit > 0:
+        if cfg.format_credit > 0:
             faults = [format_faults(t) for t in trajs]
-            penalties = turn_penalty_credit(faults, cfg.group_size, cfg.local.format_credit)
+            penalties = turn_penalty_credit(faults, cfg.group_size, cfg.format_credit)
             credit = list(penalties)
-            if cfg.local.drop_zero_variance_groups:  # a group with format signal is admitted
+            if cfg.drop_zero_variance_groups:  # a group with format signal is admitted
                 admitted = [
                     ok or any(c != 0.0 for c in penalties[i]) for i, ok in enumerate(admitted)
                 ]
@@ -266,7 +320,7 @@ class GRPOLoop:
             if ok
             for s in rollout_sequences(t, a, ta, c)
         ]
-        probe = self._probe_prompt(trajs) if cfg.local.sync_check else None
+        probe = self._probe_prompt(trajs) if cfg.sync_check else None
         probe_before = await self._probe_sample(probe) if probe else None
         t2 = time.perf_counter()
         train_metrics = self.trainer.step(seqs)
@@ -284,7 +338,7 @@ class GRPOLoop:
             metrics["analysis/per_turn_fallback"] = fallback
         metrics["analysis/dropped_groups"] = admitted.count(False) / cfg.group_size
         metrics["learning_rate"] = learning_rate_at(cfg, step)
-        if cfg.local.curriculum_start or cfg.local.curriculum_end:
+        if cfg.curriculum_start or cfg.curriculum_end:
             metrics["curriculum_level"] = float(level)
         metrics.update(train_metrics)
         if probe and probe_before:
@@ -295,7 +349,7 @@ class GRPOLoop:
         return metrics
 
     def curriculum_level(self, step: int) -> int:
-        local = self.config.local
+        local = self.settings
         return curriculum_level(
             local.curriculum_start, local.curriculum_end, step, self.total_steps()
         )
@@ -318,7 +372,7 @@ class GRPOLoop:
     async def _probe_sample(self, prompt: list[int]) -> tuple[int, float] | None:
         """(token, logprob) of one seeded sample from the current adapter, or None."""
         sampling = Sampling(
-            temperature=self.sampling.temperature, max_tokens=1, seed=self.config.seed
+            temperature=self.sampling.temperature, max_tokens=1, seed=self.settings.seed
         )
         gen = await self.engine.sampler.generate(prompt, sampling, adapter=self.policy.adapter)
         if not gen.token_ids or not gen.logprobs:
@@ -344,7 +398,7 @@ class GRPOLoop:
         }
 
     def _for_storage(self, trajs: list[Trajectory]) -> list[Trajectory]:
-        if self.config.local.save_prompt_token_ids:
+        if self.settings.save_prompt_token_ids:
             return trajs
         out = []
         for t in trajs:
@@ -411,7 +465,7 @@ class GRPOLoop:
     # -- the loop -------------------------------------------------------------------------
 
     def total_steps(self) -> int:
-        cfg = self.config
+        cfg = self.settings
         per_epoch = math.ceil(len(self.prompts) / cfg.global_batch_size)
         return min(cfg.max_steps, per_epoch * cfg.max_epochs) if cfg.max_epochs else cfg.max_steps
 
@@ -420,7 +474,7 @@ class GRPOLoop:
         total = self.total_steps()
         while self.step < total:
             metrics = await self.train_step()
-            every = self.config.val_every
+            every = self.settings.val_every
             if self.validate is not None and every and self.step % every == 0:
                 metrics.update(await self.validate(self.step))
             health = self.health.step(self.step, metrics, self.rollouts)
@@ -439,14 +493,14 @@ class GRPOLoop:
                     self.hooks.agentrft_step_finished(step=self.step, metrics=metrics)
                 except Exception as exc:  # a logging plugin must not end training
                     log.warning("agentrft_step_finished hook failed: %s", exc)
-            if self.step % self.config.local.checkpoint_every == 0 or self.step == total:
+            if self.step % self.settings.checkpoint_every == 0 or self.step == total:
                 self.checkpoint()
             if self.on_step is not None:
                 self.on_step(self.step, metrics)
             reason = self.health.stop_reason()
             if reason is not None:
                 self.stopped = reason
-                if self.step % self.config.local.checkpoint_every != 0 and self.step != total:
+                if self.step % self.settings.checkpoint_every != 0 and self.step != total:
                     self.checkpoint()
                 log.warning("stopping at step %d: %s (local.health_stop_after)", self.step, reason)
                 break

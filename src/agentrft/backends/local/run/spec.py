@@ -19,14 +19,21 @@ from agentrft.backend import BackendError
 from agentrft.backends.local.algo.trainer import TrainerSettings
 from agentrft.backends.local.algo.warmup import warmup_task
 from agentrft.backends.local.models.gguf_model import check_model_spec
-from agentrft.backends.local.run.engine import SamplerSettings, apply_cpu_preset, uses_tiny_model
+from agentrft.backends.local.run.engine import (
+    SamplerSettings,
+    apply_cpu_preset,
+    train_sampling,
+    uses_tiny_model,
+)
 from agentrft.backends.local.run.evals import eval_level
+from agentrft.backends.local.run.grpo import LoopSettings
 from agentrft.backends.local.run.rows import check_rows_parse, train_prompts, validation_prompts
 from agentrft.backends.local.run.run_dir import RunDir
 from agentrft.backends.local.run.run_plan import say_plan
 from agentrft.backends.local.settings import LocalRunConfig, as_local
 from agentrft.config import episode_limits
 from agentrft.config_model import validate_config
+from agentrft.policy import Sampling
 from agentrft.redact import restore_redacted
 from agentrft.task import EpisodeLimits, Task, TaskInputError
 
@@ -53,6 +60,9 @@ class RunSpec:
     val_prompts: list[str]
     sampler: SamplerSettings
     trainer: TrainerSettings
+    loop: LoopSettings
+    #: How training rollouts sample (temperature, top_p, max_tokens).
+    sampling: Sampling
     #: Whether the built-in tiny model's CPU preset applies.
     cpu_preset: bool
     #: The run being resumed and its latest checkpoint (None for a new run).
@@ -87,6 +97,8 @@ class RunSpec:
             "limits": self.limits.model_dump(),
             "sampler": asdict(self.sampler),
             "trainer": asdict(self.trainer),
+            "loop": asdict(self.loop),
+            "sampling": self.sampling.model_dump(),
         }
 
 
@@ -135,6 +147,8 @@ def resolve_run(
         val_prompts,
         sampler=SamplerSettings.of(config),
         trainer=TrainerSettings.of(config),
+        loop=LoopSettings.of(config),
+        sampling=train_sampling(config),
         cpu_preset=tiny,
         run=run,
         checkpoint=checkpoint,

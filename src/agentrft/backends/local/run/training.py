@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from agentrft import backend as core
 from agentrft.backends.local.algo.trainer import LoRATrainer, make_trainer
 from agentrft.backends.local.algo.warmup import describe_source, warmup_task
-from agentrft.backends.local.run.engine import Engine, make_engine, train_sampling
+from agentrft.backends.local.run.engine import Engine, make_engine
 from agentrft.backends.local.run.evals import load_eval, run_eval, save_eval
 from agentrft.backends.local.run.grpo import GRPOLoop
 from agentrft.backends.local.run.run_dir import RunDir, Tracker, flatten_config
@@ -145,13 +145,13 @@ class TrainingRun:
         self.view = LiveView(self.console, config.max_steps, title=f"GRPO · {self.task.name}")
         self.loop = GRPOLoop(
             self.task,
-            config,
+            self.inputs.loop,
             engine,
             self.trainer,
             run,
             train_prompts=self.inputs.train_prompts,
             limits=self.inputs.limits,
-            sampling=train_sampling(config),
+            sampling=self.inputs.sampling,
             reward_fn=self.reward_fn,
             tracker=self.tracker,
             view=self.view,
