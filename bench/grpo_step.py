@@ -36,9 +36,11 @@ async def time_agentrft(
     model_dir: str, steps: int, run_dir: Path, device: str = "cpu"
 ) -> list[float]:
     from agentrft import Environment, EpisodeLimits, RewardResult, Task
-    from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
+    from agentrft.backends.local.algo.trainer import make_trainer
+    from agentrft.backends.local.algo.trainer_settings import TrainerSettings
     from agentrft.backends.local.run.engine import SamplerSettings, make_engine, train_sampling
-    from agentrft.backends.local.run.grpo import GRPOLoop, LoopSettings
+    from agentrft.backends.local.run.grpo import GRPOLoop
+    from agentrft.backends.local.run.loop_settings import LoopSettings
     from agentrft.backends.local.run.run_dir import RunDir
     from agentrft.config_model import load_config
 

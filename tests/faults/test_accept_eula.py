@@ -77,8 +77,8 @@ def expect_lookups(s: Any, eula: str | None = EULA_S3, *, submit: bool) -> None:
 def submit(s: Any, **sagemaker: Any) -> tuple[Any, str]:
     out, buf = console()
     cfg = config(preflight=False, **sagemaker)
-    result = SageMakerBackend().train(
-        FindNumberTask(), cfg, SageMakerTrainOptions(console=out, aws=s.aws, skip_preflight=True)
+    result = SageMakerBackend(aws=s.aws).train(
+        FindNumberTask(), cfg, SageMakerTrainOptions(console=out, skip_preflight=True)
     )
     return result, buf.getvalue()
 

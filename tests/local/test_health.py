@@ -188,7 +188,7 @@ def test_rollout_health_counts_from_trajectories():
 
 
 def test_curriculum_anneals_linearly_from_start_to_end():
-    from agentrft.backends.local.run.grpo import curriculum_level
+    from agentrft.backends.local.run.loop_settings import curriculum_level
 
     assert [curriculum_level(3, 0, s, 4) for s in range(1, 5)] == [3, 2, 1, 0]
     assert [curriculum_level(4, 2, s, 5) for s in range(1, 6)] == [4, 4, 3, 2, 2]
@@ -196,7 +196,7 @@ def test_curriculum_anneals_linearly_from_start_to_end():
 
 
 def test_learning_rate_warms_up_linearly(tmp_path):
-    from agentrft.backends.local.run.grpo import LoopSettings, learning_rate_at
+    from agentrft.backends.local.run.loop_settings import LoopSettings, learning_rate_at
 
     config = tiny_config(tmp_path, learning_rate=1e-3, **{"local.lr_warmup_steps": 4})
     settings = LoopSettings.of(config)

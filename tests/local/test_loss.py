@@ -257,7 +257,8 @@ def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
 
 def test_trainer_step_with_kl_reports_it_and_moves_the_adapter(tiny_156k):
     from agentrft.backends.local.algo.sequences import TrainSequence
-    from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
+    from agentrft.backends.local.algo.trainer import make_trainer
+    from agentrft.backends.local.algo.trainer_settings import TrainerSettings
     from agentrft.config_model import validate_config
 
     config = validate_config(
@@ -277,7 +278,8 @@ def test_trainer_step_with_kl_reports_it_and_moves_the_adapter(tiny_156k):
 
 def test_kl_reference_is_the_policy_rl_starts_from(tiny_156k):
     from agentrft.backends.local.algo.sequences import TrainSequence
-    from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
+    from agentrft.backends.local.algo.trainer import make_trainer
+    from agentrft.backends.local.algo.trainer_settings import TrainerSettings
     from agentrft.config_model import validate_config
 
     config = validate_config(
@@ -354,7 +356,8 @@ def test_turn_credit_lands_on_its_turns_tokens():
 
 def test_trainer_per_token_advantages_align_with_the_tokens_they_score(tiny_156k):
     from agentrft.backends.local.algo.sequences import TrainSequence
-    from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
+    from agentrft.backends.local.algo.trainer import make_trainer
+    from agentrft.backends.local.algo.trainer_settings import TrainerSettings
     from agentrft.config_model import validate_config
 
     config = validate_config(

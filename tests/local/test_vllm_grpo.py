@@ -14,9 +14,11 @@ import pytest
 
 from agentrft import Sampling
 from agentrft.backends.local.algo.sequences import trajectory_sequences
-from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
+from agentrft.backends.local.algo.trainer import make_trainer
+from agentrft.backends.local.algo.trainer_settings import TrainerSettings
 from agentrft.backends.local.run.engine import SamplerSettings, make_engine, train_sampling
-from agentrft.backends.local.run.grpo import GRPOLoop, LoopSettings
+from agentrft.backends.local.run.grpo import GRPOLoop
+from agentrft.backends.local.run.loop_settings import LoopSettings
 from agentrft.backends.local.run.run_dir import RunDir
 from agentrft.backends.local.run.sft import sft_warmup
 from agentrft.trajectory import read_trajectories

@@ -138,16 +138,14 @@ def test_runs_one_job_at_a_time_and_tabulates_pass_at_k(tmp_path: Any) -> None:
         return real_create(**params)
 
     s.aws.sagemaker.create_job = spy  # type: ignore[method-assign]
-    result = SageMakerBackend().evaluate(
+    result = SageMakerBackend(aws=s.aws, sleep=lambda _: None).evaluate(
         FindNumberTask(),
         config(),
         SageMakerEvalOptions(
             runs=[("base", 1.0), ("trained", 0.7)],
             model_package_arn=PACKAGE,
             console=out,
-            aws=s.aws,
             skip_preflight=True,
-            sleep=lambda _: None,
         ),
     )
     outcomes = result.outcomes
@@ -236,8 +234,8 @@ def test_several_runs_need_wait_under_the_one_job_quota() -> None:
     s["sagemaker"].add_response("describe_hub_content", hub_content_response())
     s["s3"].add_response("get_object", {"Body": _empty_specs()})
     with pytest.raises(SageMakerError, match="1 evaluation job at a time"):
-        SageMakerBackend().evaluate(
-            FindNumberTask(), config(), SageMakerEvalOptions(runs=["base:1.0", "base:0.0"], wait=False, console=console()[0], aws=s.aws, skip_preflight=True))  # fmt: skip
+        SageMakerBackend(aws=s.aws).evaluate(
+            FindNumberTask(), config(), SageMakerEvalOptions(runs=["base:1.0", "base:0.0"], wait=False, console=console()[0], skip_preflight=True))  # fmt: skip
 
 
 def test_missing_evaluation_rows_is_named() -> None:
@@ -279,8 +277,8 @@ def test_a_run_the_schema_rejects_stops_all_runs_before_the_first_job() -> None:
          "JobConfigSchema": json.dumps(schema)},
     )  # fmt: skip
     with pytest.raises(SageMakerError, match="run trained does not match"):
-        SageMakerBackend().evaluate(
-            FindNumberTask(), config(), SageMakerEvalOptions(runs=["base:1.0", "trained:1.0"], model_package_arn=PACKAGE, console=console()[0], aws=s.aws, skip_preflight=True, sleep=lambda _: None))  # fmt: skip
+        SageMakerBackend(aws=s.aws, sleep=lambda _: None).evaluate(
+            FindNumberTask(), config(), SageMakerEvalOptions(runs=["base:1.0", "trained:1.0"], model_package_arn=PACKAGE, console=console()[0], skip_preflight=True))  # fmt: skip
     s.assert_done()  # no CreateJob at all, not even for the valid base run
 
 
@@ -298,8 +296,8 @@ def test_a_failed_run_is_reported_and_the_next_run_still_goes() -> None:
     s["sagemaker"].add_response("create_job", {"JobArn": job_arn("e2", "AgentRFTEvaluation")})
     s["sagemaker"].add_response("describe_job", finished("e2", {"pass@1": 0.5}, 1_000, 1_000))
     out, buf = console()
-    result = SageMakerBackend().evaluate(
-        FindNumberTask(), config(), SageMakerEvalOptions(runs=["base:1.0", "base:0.0"], console=out, aws=s.aws, skip_preflight=True, sleep=lambda _: None))  # fmt: skip
+    result = SageMakerBackend(aws=s.aws, sleep=lambda _: None).evaluate(
+        FindNumberTask(), config(), SageMakerEvalOptions(runs=["base:1.0", "base:0.0"], console=out, skip_preflight=True))  # fmt: skip
     s.assert_done()
     assert [o.status for o in result.outcomes] == ["Failed", "Completed"]
     assert "MaxRuntimeExceeded" in buf.getvalue() and "0.500" in buf.getvalue()

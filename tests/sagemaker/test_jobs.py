@@ -193,10 +193,10 @@ def test_train_submits_the_contract_request_through_the_stubbed_client() -> None
         },
     )
     out, buf = console()
-    result = SageMakerBackend().train(
+    result = SageMakerBackend(aws=s.aws).train(
         FindNumberTask(),
         config(send_hyperparameters="all"),
-        SageMakerTrainOptions(console=out, aws=s.aws, skip_preflight=True),
+        SageMakerTrainOptions(console=out, skip_preflight=True),
     )
     s.assert_done()
     assert result.job_arn == job_arn("agentrft-find-number-1")
@@ -238,10 +238,10 @@ def test_dry_run_with_lookups_prints_a_request_botocore_accepts_and_creates_noth
     s = stubbed_aws(REGION)
     expect_resolution(s, checkpoint_exists=False, create=False)
     out, buf = console()
-    result = SageMakerBackend().train(
+    result = SageMakerBackend(aws=s.aws).train(
         FindNumberTask(),
         config(extra_hyperparameters={"max_steps_off_policy": "3"}),
-        SageMakerTrainOptions(dry_run=True, lookups=True, console=out, aws=s.aws),
+        SageMakerTrainOptions(dry_run=True, lookups=True, console=out),
     )
     s.assert_done()  # no CreateJob, no CreateModelPackageGroup were expected or made
     assert result.dry_run and result.job_arn is None
@@ -296,8 +296,8 @@ def test_out_of_range_hyperparameters_fail_before_any_call() -> None:
     cfg.global_batch_size = 100
     cfg.sampling_max_tokens = 64
     with pytest.raises(SageMakerError) as err:
-        SageMakerBackend().train(
-            FindNumberTask(), cfg, SageMakerTrainOptions(dry_run=True, aws=stubbed_aws().aws)
+        SageMakerBackend(aws=stubbed_aws().aws).train(
+            FindNumberTask(), cfg, SageMakerTrainOptions(dry_run=True)
         )
     assert "global_batch_size=100" in str(err.value) and "32, 64, 128" in str(err.value)
     assert "sampling_max_tokens=64" in str(err.value)
@@ -312,8 +312,8 @@ def test_recipe_specs_reject_a_value_the_table_allows() -> None:
     cfg = config()
     cfg.learning_rate = 5e-3
     with pytest.raises(SageMakerError, match=r"learning_rate=0\.005 is above the recipe's maximum"):
-        SageMakerBackend().train(
-            FindNumberTask(), cfg, SageMakerTrainOptions(dry_run=True, lookups=True, aws=s.aws)
+        SageMakerBackend(aws=s.aws).train(
+            FindNumberTask(), cfg, SageMakerTrainOptions(dry_run=True, lookups=True)
         )
 
 
@@ -325,8 +325,8 @@ def test_base_model_without_an_mtrl_recipe_is_refused() -> None:
                                        "SmtjRecipeTemplateS3Uri": "s3://x/y"}]),
     )  # fmt: skip
     with pytest.raises(SageMakerError, match="no multi-turn RL"):
-        SageMakerBackend().train(
-            FindNumberTask(), config(), SageMakerTrainOptions(dry_run=True, lookups=True, aws=s.aws)
+        SageMakerBackend(aws=s.aws).train(
+            FindNumberTask(), config(), SageMakerTrainOptions(dry_run=True, lookups=True)
         )
 
 
@@ -334,10 +334,10 @@ def test_unknown_base_model_says_how_to_list_models() -> None:
     s = stubbed_aws(REGION)
     s["sagemaker"].add_client_error("describe_hub_content", "ResourceNotFound", "not found")
     with pytest.raises(SageMakerError, match="list-hub-contents"):
-        SageMakerBackend().train(
+        SageMakerBackend(aws=s.aws).train(
             FindNumberTask(),
             config(base_model="nope"),
-            SageMakerTrainOptions(dry_run=True, lookups=True, aws=s.aws),
+            SageMakerTrainOptions(dry_run=True, lookups=True),
         )
 
 
@@ -348,10 +348,10 @@ def test_create_job_assume_role_error_names_the_right_principal() -> None:
         "create_job", "ValidationException", "Could not assume role arn:aws:iam::1:role/x"
     )
     with pytest.raises(SageMakerError) as err:
-        SageMakerBackend().train(
+        SageMakerBackend(aws=s.aws).train(
             FindNumberTask(),
             config(),
-            SageMakerTrainOptions(console=console()[0], aws=s.aws, skip_preflight=True),
+            SageMakerTrainOptions(console=console()[0], skip_preflight=True),
         )
     assert facts.JOB_ROLE_PRINCIPAL in str(err.value)
 
@@ -385,12 +385,10 @@ def test_wait_polls_describe_job_and_ends_with_the_package_and_billed_tokens() -
         )
     sleeps: list[float] = []
     out, buf = console()
-    result = SageMakerBackend().train(
+    result = SageMakerBackend(aws=s.aws, sleep=sleeps.append).train(
         FindNumberTask(),
         config(poll_s=5),
-        SageMakerTrainOptions(
-            wait=True, console=out, aws=s.aws, skip_preflight=True, sleep=sleeps.append
-        ),
+        SageMakerTrainOptions(wait=True, console=out, skip_preflight=True),
     )
     s.assert_done()
     assert sleeps == [5, 5]
@@ -413,8 +411,8 @@ def test_wait_on_a_failed_job_raises_with_the_reason() -> None:
                               failure_reason="No sampling requests were received"),
     )  # fmt: skip
     with pytest.raises(SageMakerError, match="No sampling requests were received"):
-        SageMakerBackend().train(
-            FindNumberTask(), config(), SageMakerTrainOptions(wait=True, console=console()[0], aws=s.aws, skip_preflight=True, sleep=lambda _: None))  # fmt: skip
+        SageMakerBackend(aws=s.aws, sleep=lambda _: None).train(
+            FindNumberTask(), config(), SageMakerTrainOptions(wait=True, console=console()[0], skip_preflight=True))  # fmt: skip
 
 
 # -- jobs verbs ------------------------------------------------------------------------
@@ -525,10 +523,10 @@ def test_a_document_the_service_schema_rejects_is_not_submitted() -> None:
     expect_resolution(s)
     expect_schema(s, {**TRAINING_SCHEMA, "required": ["StoppingCondition"]})
     with pytest.raises(SageMakerError) as err:
-        SageMakerBackend().train(
+        SageMakerBackend(aws=s.aws).train(
             FindNumberTask(),
             config(),
-            SageMakerTrainOptions(console=console()[0], aws=s.aws, skip_preflight=True),
+            SageMakerTrainOptions(console=console()[0], skip_preflight=True),
         )
     assert "does not match the service's schema" in str(err.value)
     assert "'StoppingCondition' is a required property" in str(err.value)
@@ -541,10 +539,10 @@ def test_an_unreadable_schema_is_a_note_not_a_failure() -> None:
     s["sagemaker"].add_client_error("describe_job_schema_version", "AccessDeniedException", "no")
     s["sagemaker"].add_response("create_job", {"JobArn": job_arn("agentrft-find-number-1")})
     out, buf = console()
-    SageMakerBackend().train(
+    SageMakerBackend(aws=s.aws).train(
         FindNumberTask(),
         config(),
-        SageMakerTrainOptions(console=out, aws=s.aws, skip_preflight=True),
+        SageMakerTrainOptions(console=out, skip_preflight=True),
     )
     s.assert_done()
     assert "document schema not checked" in buf.getvalue()

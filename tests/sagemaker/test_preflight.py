@@ -269,12 +269,10 @@ def test_train_stops_on_a_failed_preflight_before_create_job() -> None:
     expect_all(s, runtime_policies=())
     buf = io.StringIO()
     with pytest.raises(SageMakerError, match="preflight failed") as err:
-        SageMakerBackend().train(
+        SageMakerBackend(aws=s.aws).train(
             FindNumberTask(),
             config(task="find_number"),
-            SageMakerTrainOptions(
-                console=Console(file=buf, width=250, color_system=None), aws=s.aws
-            ),
+            SageMakerTrainOptions(console=Console(file=buf, width=250, color_system=None)),
         )
     assert facts.RUNTIME_ROLE_MANAGED_POLICY in str(err.value)
     s.assert_done()  # and no DescribeHubContent or CreateJob was expected, so none was made
@@ -303,10 +301,10 @@ def test_config_can_turn_the_preflight_off() -> None:
     s["sagemaker"].add_client_error("describe_hub_content", "ResourceNotFound", "no such model")
     cfg = config(task="find_number", **{"sagemaker.preflight": False})
     with pytest.raises(SageMakerError, match="list-hub-contents"):
-        SageMakerBackend().train(
+        SageMakerBackend(aws=s.aws).train(
             FindNumberTask(),
             cfg,
-            SageMakerTrainOptions(console=Console(file=io.StringIO()), aws=s.aws),
+            SageMakerTrainOptions(console=Console(file=io.StringIO())),
         )
     s.assert_done()
 

@@ -10,6 +10,7 @@ boto3 at module import time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -46,6 +47,7 @@ from agentrft.backends.sagemaker.jobs.job_document import (
     validate_job_name,
     validate_request,
 )
+from agentrft.backends.sagemaker.jobs.static_checks import missing_settings
 from agentrft.backends.sagemaker.jobs.task_mix import print_task_mix
 from agentrft.backends.sagemaker.settings import (
     SageMakerConfig,
@@ -86,14 +88,6 @@ def _console(console: Console | None) -> Console:
     return Console(highlight=False)
 
 
-def _missing(config: SageMakerRunConfig, needed: dict[str, str]) -> list[str]:
-    return [
-        f"{flag} (sagemaker.{key})"
-        for key, flag in needed.items()
-        if not getattr(config.sagemaker, key)
-    ]
-
-
 class SageMakerBackend(Backend):
     """Managed multi-turn RL on Amazon SageMaker AI (job categories AgentRFT/AgentRFTEvaluation)."""
 
@@ -114,7 +108,18 @@ class SageMakerBackend(Backend):
         values, extra_args = sagemaker_cli_values(values, extra_args)
         return super().cli_values(command, values, extra_args)
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        aws: Aws | None = None,
+        sleep: Callable[[float], None] | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        """`aws`: the clients every call uses (default: made from the config's region and
+        profile); `sleep` and `clock`: what `--wait` polls with (tests pass fakes)."""
+        self.aws = aws
+        self.sleep = sleep
+        self.clock = clock
         self._offline_account: str | None = None
         self._model = facts.DEFAULT_BASE_MODEL
 
@@ -197,7 +202,7 @@ class SageMakerBackend(Backend):
     ) -> Any:
         """Run and print the preflight (what `agentrft doctor --backend sagemaker` shows);
         returns the `PreflightReport` (`.ok` is False when a check failed)."""
-        return self._doctor(task, as_sagemaker(config), purpose, console, aws)
+        return self._doctor(task, as_sagemaker(config), purpose, console, aws or self.aws)
 
     def _doctor(
         self,
@@ -242,7 +247,7 @@ class SageMakerBackend(Backend):
             o.reward_fn,
             o.console,
         )
-        aws, skip_preflight, sleep, clock = o.aws, o.skip_preflight, o.sleep, o.clock
+        aws, skip_preflight, sleep, clock = self.aws, o.skip_preflight, self.sleep, self.clock
         from agentrft.backends.sagemaker.jobs.static_checks import raise_for_inputs
 
         self.check_available()
@@ -252,7 +257,7 @@ class SageMakerBackend(Backend):
                   "train_s3_uri": "--train-uri", "output_s3_path": "--output-path"}  # fmt: skip
         if facts.MLFLOW_REQUIRED:
             needed["mlflow_resource_arn"] = "--mlflow-arn"
-        missing = _missing(config, needed)
+        missing = missing_settings(config.sagemaker, needed)
         if missing:
             raise SageMakerError(
                 "sagemaker training needs " + ", ".join(missing) + "; pass the flags or set "
@@ -407,8 +412,8 @@ class SageMakerBackend(Backend):
             o.dry_run,
             o.lookups,
         )
-        wait, console, aws, skip_preflight = o.wait, o.console, o.aws, o.skip_preflight
-        sleep, clock = o.sleep, o.clock
+        wait, console, skip_preflight = o.wait, o.console, o.skip_preflight
+        aws, sleep, clock = self.aws, self.sleep, self.clock
         from agentrft.backends.sagemaker.jobs.cost import load_prices
         from agentrft.backends.sagemaker.jobs.evaluations import (
             EvaluationPlan,
@@ -430,7 +435,7 @@ class SageMakerBackend(Backend):
         parsed = parse_runs(runs or labels, temperature)
         needed = {"runtime_arn": "--runtime-arn", "role_arn": "--role-arn",
                   "output_s3_path": "--output-path"}  # fmt: skip
-        missing = _missing(config, needed)
+        missing = missing_settings(config.sagemaker, needed)
         dataset = sm.evaluation_s3_uri or sm.validation_s3_uri
         if not dataset:
             missing.append("--eval-uri (sagemaker.evaluation_s3_uri or validation_s3_uri)")

@@ -7,9 +7,8 @@ from the installed backends when it builds the `Config`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from pydantic import Field
 
@@ -174,10 +173,6 @@ class SageMakerTrainOptions(TrainOptions):
     wait: bool = False
     #: Skip the account checks (sagemaker.preflight=false does the same from the config).
     skip_preflight: bool = False
-    #: Test seams: an `Aws` (stubbed clients), and the clock and sleep of --wait.
-    aws: Any = None
-    sleep: Callable[[float], None] | None = None
-    clock: Callable[[], float] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,9 +187,6 @@ class SageMakerEvalOptions(EvalOptions):
     #: Follow each evaluation job to the end (several runs need it: they queue).
     wait: bool = True
     skip_preflight: bool = False
-    aws: Any = None
-    sleep: Callable[[float], None] | None = None
-    clock: Callable[[], float] | None = None
 
 
 class SageMakerRunConfig(Config):

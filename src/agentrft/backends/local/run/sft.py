@@ -115,7 +115,8 @@ async def warmup_adapter(
     """
     from pathlib import Path
 
-    from agentrft.backends.local.algo.trainer import TrainerSettings, make_trainer
+    from agentrft.backends.local.algo.trainer import make_trainer
+    from agentrft.backends.local.algo.trainer_settings import TrainerSettings
     from agentrft.backends.local.run.engine import resolve_model_path, set_cpu_threads
     from agentrft.backends.local.run.rows import train_prompts
     from agentrft.config import episode_limits

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrft.backend import BackendError
-from agentrft.backends.local.algo.trainer import TrainerSettings
+from agentrft.backends.local.algo.trainer_settings import TrainerSettings
 from agentrft.backends.local.algo.warmup import warmup_task
 from agentrft.backends.local.models.gguf_model import check_model_spec
 from agentrft.backends.local.run.engine import (
@@ -26,7 +26,7 @@ from agentrft.backends.local.run.engine import (
     uses_tiny_model,
 )
 from agentrft.backends.local.run.evals import eval_level
-from agentrft.backends.local.run.grpo import LoopSettings
+from agentrft.backends.local.run.loop_settings import LoopSettings
 from agentrft.backends.local.run.rows import check_rows_parse, train_prompts, validation_prompts
 from agentrft.backends.local.run.run_dir import RunDir
 from agentrft.backends.local.run.run_plan import say_plan

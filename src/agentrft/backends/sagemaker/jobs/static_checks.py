@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from agentrft.backends.sagemaker.jobs.aws import SageMakerError
 
 if TYPE_CHECKING:
-    from agentrft.backends.sagemaker.settings import SageMakerRunConfig
+    from agentrft.backends.sagemaker.settings import SageMakerConfig, SageMakerRunConfig
 
 Purpose = Literal["train", "eval"]
 
@@ -258,3 +258,9 @@ def raise_for_inputs(
         raise SageMakerError(
             f"{len(problems)} inputs are wrong (nothing was sent):\n- " + "\n- ".join(problems)
         )
+
+
+def missing_settings(sm: SageMakerConfig, needed: dict[str, str]) -> list[str]:
+    """`needed` (setting -> its flag) that the `sagemaker` section leaves unset, each as
+    `--flag (sagemaker.key)` for the error that lists them."""
+    return [f"{flag} (sagemaker.{key})" for key, flag in needed.items() if not getattr(sm, key)]
