@@ -207,3 +207,20 @@ def test_episode_limits_put_the_set_keys_over_the_tasks_own() -> None:
         task.limits.max_tool_calls,
         task.limits.timeout_s,
     )
+
+
+def test_a_backend_sees_its_section_typed_or_a_clear_error() -> None:
+    """`as_local` / `as_sagemaker` give the same object, typed; a config built without the
+    backend's section (the core schema alone) is refused, naming the way to build one."""
+    from agentrft.backends.local.settings import as_local
+    from agentrft.backends.sagemaker.settings import as_sagemaker
+    from agentrft.config_model import validate_config
+
+    config = load_config(overrides=["local.micro_batch_size=3"])
+    assert as_local(config) is config and as_local(config).local.micro_batch_size == 3
+    assert as_sagemaker(config) is config
+    core_only = validate_config({}, sections={})
+    with pytest.raises(ConfigError, match="no `local` section; build the config with"):
+        as_local(core_only)
+    with pytest.raises(ConfigError, match="no `sagemaker` section"):
+        as_sagemaker(core_only)

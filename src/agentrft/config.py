@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 
 import yaml
 from pydantic import (
@@ -65,6 +65,7 @@ __all__ = [
     "load_yaml",
     "parse_override",
     "read_config_file",
+    "section_view",
     "yaml_error_line",
 ]
 
@@ -386,3 +387,19 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, dict):
         return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
     return json.dumps(v)
+
+
+ViewT = TypeVar("ViewT", bound=Config)
+
+
+def section_view(config: Config, name: str, section: type[BaseModel], view: type[ViewT]) -> ViewT:
+    """`config` seen as `view`, a `Config` subclass that declares a backend's section
+    `name: section`, after checking that `config` has that section (the same object:
+    nothing is copied or re-validated). A backend types its own section this way; a config
+    built without it (not through `agentrft.config_model`) is a `ConfigError`."""
+    if not isinstance(getattr(config, name, None), section):
+        raise ConfigError(
+            f"config: no `{name}` section; build the config with "
+            "agentrft.config_model.load_config (it adds every installed backend's section)"
+        )
+    return cast(ViewT, config)

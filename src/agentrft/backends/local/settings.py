@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from pydantic import Field
 
 from agentrft.backend import CliOption, EvalOptions, TrainOptions
-from agentrft.config import Config, ConfigError, Section
+from agentrft.config import Config, Section, section_view
 
 
 class LocalConfig(Section):
@@ -289,11 +289,5 @@ class LocalRunConfig(Config):
 
 
 def as_local(config: Config) -> LocalRunConfig:
-    """`config` with its `local` section typed; a config built without the local
-    backend's section (not through `agentrft.config_model`) is a clear error."""
-    if not isinstance(getattr(config, "local", None), LocalConfig):
-        raise ConfigError(
-            "config: no `local` section; build the config with "
-            "agentrft.config_model.load_config (it adds every installed backend's section)"
-        )
-    return cast(LocalRunConfig, config)
+    """`config` with its `local` section typed (`agentrft.config.section_view`)."""
+    return section_view(config, "local", LocalConfig, LocalRunConfig)

@@ -8,12 +8,12 @@ from the installed backends when it builds the `Config`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Literal
 
 from pydantic import Field
 
 from agentrft.backend import EvalOptions, TrainOptions
-from agentrft.config import Config, ConfigError, Section
+from agentrft.config import Config, Section, section_view
 
 #: The service hyperparameters in this section (sent under the same names).
 SECTION_HYPERPARAMETERS = ("rollout_max_concurrency", "rollout_timeout", "rollout_max_retries")
@@ -199,11 +199,5 @@ class SageMakerRunConfig(Config):
 
 
 def as_sagemaker(config: Config) -> SageMakerRunConfig:
-    """`config` with its `sagemaker` section typed; a config built without the sagemaker
-    backend's section (not through `agentrft.config_model`) is a clear error."""
-    if not isinstance(getattr(config, "sagemaker", None), SageMakerConfig):
-        raise ConfigError(
-            "config: no `sagemaker` section; build the config with "
-            "agentrft.config_model.load_config (it adds every installed backend's section)"
-        )
-    return cast(SageMakerRunConfig, config)
+    """`config` with its `sagemaker` section typed (`agentrft.config.section_view`)."""
+    return section_view(config, "sagemaker", SageMakerConfig, SageMakerRunConfig)
