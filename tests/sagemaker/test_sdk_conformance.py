@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import functools
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -247,10 +249,17 @@ def both(
     on_chat: Any = None,
     on_report: Any = None,
     report_retries: int = 0,
+    port_with_404: bool = False,
 ) -> tuple[dict[str, Any], list[Recorded], dict[str, Any], list[Recorded]]:
-    """One rollout by agentrft (rollout "ours") and one by the SDK ("sdk"), one recorder."""
-    with LoopbackJobRuntime(
-        ScriptedPolicy(door_script), on_chat=on_chat, on_report=on_report
+    """One rollout by agentrft (rollout "ours") and one by the SDK ("sdk"), one recorder.
+
+    The SDK reads any report error whose text holds "404" as a 404, and its text holds the URL:
+    a loopback port such as 40412 turns a 500 into "not found" (then it sends UpdateReward).
+    So the recorder listens on a port without "404", unless `port_with_404` asks for one.
+    """
+    with started_loopback(
+        LoopbackJobRuntime(ScriptedPolicy(door_script), on_chat=on_chat, on_report=on_report),
+        want_404=port_with_404,
     ) as jr:
         ours = play_agentrft(
             task or DoorTask(), body(jr.endpoint, "ours", **(extra or {})),
@@ -263,6 +272,28 @@ def both(
         }
         sdk = drive("rollout", scenario, tmp)
         return ours, trace(jr, "ours"), sdk, trace(jr, "sdk")
+
+
+@contextlib.contextmanager
+def started_loopback(jr: LoopbackJobRuntime, *, want_404: bool) -> Iterator[LoopbackJobRuntime]:
+    """`jr` started on a free port that holds "404" exactly when `want_404` says so."""
+    # Ports to try when "404" is wanted; otherwise the system picks (and rarely, retries).
+    candidates = iter([40400 + i for i in range(100)] + [14040 + i for i in range(10)])
+    for _ in range(110):
+        jr.port = next(candidates) if want_404 else 0
+        try:
+            jr.start()
+        except OSError:  # that port is taken: the next one
+            continue
+        if ("404" in jr.endpoint) == want_404:
+            break
+        jr.stop()
+    else:
+        pytest.fail(f"no free loopback port (wanted one with '404': {want_404})")
+    try:
+        yield jr
+    finally:
+        jr.stop()
 
 
 def paths(trace: list[Recorded]) -> list[str]:
@@ -410,6 +441,22 @@ def test_a_500_agentrft_retries_with_the_same_client_token(aws_env: None, tmp_pa
     assert paths(ours_t) == [CHAT, CHAT, REPORTS[0], REPORTS[0]]
     assert ours_t[2].body["ClientToken"] == ours_t[3].body["ClientToken"]
     assert paths(sdk_t) == [CHAT, CHAT, REPORTS[0]]
+    assert ours == sdk["answer"] == {"reward": 1.0}
+
+
+def test_the_sdk_reads_a_500_as_a_404_when_its_url_holds_404(aws_env: None, tmp_path: Path) -> None:
+    """Found when CI drew port 404xx: the SDK matches "404" anywhere in the error's text, URL
+    included, so a 500 from such an endpoint is taken for "not found" and UpdateReward follows.
+    agentrft reads the status code, so the port changes nothing for it."""
+    ours, ours_t, sdk, sdk_t = both(
+        tmp_path,
+        sdk_reward=1.0,
+        on_report=fail_complete(500, "internal"),
+        report_retries=1,
+        port_with_404=True,
+    )
+    assert paths(ours_t) == [CHAT, CHAT, REPORTS[0], REPORTS[0]]
+    assert paths(sdk_t) == [CHAT, CHAT, *REPORTS]
     assert ours == sdk["answer"] == {"reward": 1.0}
 
 

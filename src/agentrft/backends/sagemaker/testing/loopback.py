@@ -66,8 +66,10 @@ class LoopbackJobRuntime:
         *,
         on_chat: FaultHook | None = None,
         on_report: FaultHook | None = None,
+        port: int = 0,
     ) -> None:
         self.policy = policy
+        self.port = port  # 0: the system picks a free one
         self.on_chat = on_chat
         self.on_report = on_report
         self.requests: list[Recorded] = []
@@ -82,7 +84,7 @@ class LoopbackJobRuntime:
 
     def start(self) -> LoopbackJobRuntime:
         handler = _make_handler(self)
-        self._server = _Server(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", self.port), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="loopback-job-runtime", daemon=True
