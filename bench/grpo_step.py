@@ -79,7 +79,9 @@ async def time_agentrft(
     )  # fmt: skip
     engine = make_engine(SamplerSettings.of(config))
     trainer = make_trainer(
-        TrainerSettings.of(config), engine.model_path, max_completion_length=MAX_TOKENS
+        TrainerSettings.of(config, device=engine.device),
+        engine.model_path,
+        max_completion_length=MAX_TOKENS,
     )
     task = CountA()
     loop = GRPOLoop(

@@ -180,14 +180,22 @@ class Backend(ABC):
 
     def check_config(self, config: Config) -> None:
         """Refuse settings this backend cannot run (a loss it has no function for, say)
-        before anything starts; raise `ConfigError` naming the key and the fix. The default
-        accepts everything the config model accepted."""
+        before anything starts; raise `ConfigError` naming the key and the fix. `train` and
+        `evaluate` call it first thing (so a library caller is checked as the CLI's user
+        is); the CLI calls it for the commands that reach neither (`config show`, `play`).
+        The default accepts everything the config model accepted."""
         return None
 
     def effective_config(self, task: Task[Any, Any], config: Config) -> Config:
         """The config a run of `task` would really use, presets applied (what `agentrft
         config show --backend NAME` prints). The default: `config` itself."""
         return config
+
+    def run_spec(self, task: Task[Any, Any], config: Config) -> dict[str, Any] | None:
+        """What a training run of `task` would start from, resolved as the run resolves it
+        (the settings each part receives), for `config show --spec`; nothing is run or
+        written. None (the default): this backend resolves nothing ahead of its run."""
+        return None
 
     def play_policy(self, task: Task[Any, Any], config: Config) -> Policy:
         """The model this backend trains, as a `Policy` for `agentrft play --backend NAME`

@@ -365,7 +365,13 @@ def _fields_at(model: type[BaseModel], loc: list[str]) -> list[str]:
 
 
 def dump_config(config: BaseModel, fmt: Literal["yaml", "json", "toml"] = "yaml") -> str:
-    data = config.model_dump(mode="json")
+    return dump_data(config.model_dump(mode="json"), fmt)
+
+
+def dump_data(data: dict[str, Any], fmt: Literal["yaml", "json", "toml"] = "yaml") -> str:
+    """`data` (JSON-able: tuples, paths and the like are written as JSON writes them) as
+    YAML, JSON or TOML, the formats `config show` prints."""
+    data = json.loads(json.dumps(data, default=str))
     if fmt == "json":
         return json.dumps(data, indent=2)
     if fmt == "toml":

@@ -134,6 +134,53 @@ def test_config_show_with_a_backend_shows_what_a_run_uses(cli: Any) -> None:
     assert needs.exit_code == 1 and "needs a task" in needs.output
 
 
+def test_config_show_spec_prints_what_train_dry_run_prints(cli: Any) -> None:
+    """`config show --spec` is the dry run's spec: each part's settings, resolved once."""
+    args = ("--task", "fruit_guess", "--backend", "local", *TINY)
+    result = cli("config", "show", "--spec", "--format", "json", *args)
+    assert result.exit_code == 0, result.output
+    spec = json.loads(result.stdout)
+    dry = cli("train", "--dry-run", *args)
+    assert dry.exit_code == 0, dry.output
+    for part in ("sampler", "trainer", "loop", "evals", "warmup", "tracking"):
+        assert part in spec and f"{part}:" in dry.stdout
+    # One device for both sides, the preset's values in every part that reads them.
+    assert spec["sampler"]["device"] == spec["trainer"]["device"] == spec["device"] == "cpu"
+    assert spec["warmup"]["steps"] == 40 and spec["warmup"]["batch_size"] == 4
+    assert spec["evals"]["temperatures"] == [1.0] and spec["evals"]["seed"] == 42 + 7
+    assert spec["tracking"] == {"enabled": True, "tracking_uri": None, "experiment": "agentrft"}
+
+    assert yaml.safe_load(cli("config", "show", "--spec", *args).stdout) == spec  # YAML too
+    alone = cli("config", "show", "--spec", "--task", "fruit_guess")
+    assert alone.exit_code == 1 and "needs --backend" in alone.output
+
+
+def test_a_cli_train_checks_its_config_and_resolves_its_device_once(
+    cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentrft.backends.local import backend as local_backend
+    from agentrft.backends.local.run import spec as run_spec
+
+    calls: dict[str, int] = {"check": 0, "device": 0}
+    check, resolve = local_backend.LocalBackend.check_config, run_spec.resolve_device
+
+    def counted_check(self: Any, config: Any) -> None:
+        calls["check"] += 1
+        check(self, config)
+
+    def counted_device(device: str) -> str:
+        calls["device"] += 1
+        return resolve(device)
+
+    monkeypatch.setattr(local_backend.LocalBackend, "check_config", counted_check)
+    monkeypatch.setattr(run_spec, "resolve_device", counted_device)
+    result = cli("train", "--task", "fruit_guess", "--dry-run", *TINY)
+    assert result.exit_code == 0, result.output
+    assert calls == {"check": 1, "device": 1}
+    bad = cli("train", "--task", "fruit_guess", "--dry-run", "--set", "loss_fn=nope", *TINY)
+    assert bad.exit_code != 0 and "loss_fn" in bad.output  # still checked, by the backend
+
+
 def test_eval_through_the_local_backend_writes_trajectories(cli: Any, tmp_path: Path) -> None:
     trajs, report = tmp_path / "t.jsonl", tmp_path / "r.json"
     result = cli(

@@ -29,7 +29,9 @@ async def test_tool_episodes_train_on_sampled_ids_and_sync_changes_logprobs(tmp_
     try:
         limits = episode_limits(task, config)
         trainer = make_trainer(
-            TrainerSettings.of(config), engine.model_path, max_completion_length=32 * 4
+            TrainerSettings.of(config, device=engine.device),
+            engine.model_path,
+            max_completion_length=32 * 4,
         )
         run = RunDir.create(config, task.name)
         loop = GRPOLoop(
@@ -108,7 +110,9 @@ async def test_wordle_plugin_episodes_after_expert_warmup(tmp_path, tiny_1m):
         limits = episode_limits(task, config)
         rows = [r["prompt"] for r in task.make_dataset("train", 16, 0)]
         trainer = make_trainer(
-            TrainerSettings.of(config), engine.model_path, max_completion_length=40 * 4
+            TrainerSettings.of(config, device=engine.device),
+            engine.model_path,
+            max_completion_length=40 * 4,
         )
         run = RunDir.create(config, task.name)
         loop = GRPOLoop(

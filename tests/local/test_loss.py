@@ -222,7 +222,9 @@ def test_shared_head_logprobs_and_gradients_match_the_plain_forward(tiny_156k):
     # |a - b| <= 32 u max|b| per tensor (2 layers x ~4 float32 roundings x a 4x margin;
     # measured up to ~0.7 u). Elementwise relative tolerances cannot hold for tiny elements.
     config = validate_config(dict(lora_rank=4, lora_alpha=8, local={"dtype": "float64"}))
-    trainer = make_trainer(TrainerSettings.of(config), tiny_156k, max_completion_length=8)
+    trainer = make_trainer(
+        TrainerSettings.of(config, device="cpu"), tiny_156k, max_completion_length=8
+    )
     assert all(p.dtype == torch.float64 for p in trainer.model.parameters())
     with torch.no_grad():  # a non-zero LoRA, so its gradients are non-trivial
         for name, p in trainer.model.named_parameters():
@@ -264,7 +266,9 @@ def test_trainer_step_with_kl_reports_it_and_moves_the_adapter(tiny_156k):
     config = validate_config(
         dict(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"kl_beta": 0.1})
     )
-    trainer = make_trainer(TrainerSettings.of(config), tiny_156k, max_completion_length=8)
+    trainer = make_trainer(
+        TrainerSettings.of(config, device="cpu"), tiny_156k, max_completion_length=8
+    )
     seqs = [
         TrainSequence([*range(10, 30), 5, 6, 7], [0] * 20 + [1, 1, 1], advantage=1.0),
         TrainSequence([*range(10, 30), 8, 9], [0] * 20 + [1, 1], advantage=-1.0),
@@ -285,7 +289,9 @@ def test_kl_reference_is_the_policy_rl_starts_from(tiny_156k):
     config = validate_config(
         dict(lora_rank=4, lora_alpha=8, learning_rate=1e-2, local={"kl_beta": 0.1})
     )
-    trainer = make_trainer(TrainerSettings.of(config), tiny_156k, max_completion_length=8)
+    trainer = make_trainer(
+        TrainerSettings.of(config, device="cpu"), tiny_156k, max_completion_length=8
+    )
     with torch.no_grad():  # a "warmed-up" adapter: far from the base model
         for name, p in trainer.model.named_parameters():
             if "lora_B" in name:
@@ -367,7 +373,9 @@ def test_trainer_per_token_advantages_align_with_the_tokens_they_score(tiny_156k
     mask = [0] * 20 + [1, 1, 1]
 
     def step(seq: TrainSequence) -> list[torch.Tensor]:
-        trainer = make_trainer(TrainerSettings.of(config), tiny_156k, max_completion_length=8)
+        trainer = make_trainer(
+            TrainerSettings.of(config, device="cpu"), tiny_156k, max_completion_length=8
+        )
         trainer.step([seq, TrainSequence([*range(10, 30), 8, 9], [0] * 20 + [1, 1], -1.0)])
         return [p.detach().clone() for p in trainer.params]
 

@@ -72,7 +72,9 @@ async def _grpo_through_vllm(tmp_path, settings: dict, gap: float = 1e-4) -> Non
         assert engine.inference == "vllm"
         task = CountA()
         trainer = make_trainer(
-            TrainerSettings.of(config), engine.model_path, max_completion_length=32
+            TrainerSettings.of(config, device=engine.device),
+            engine.model_path,
+            max_completion_length=32,
         )
         loop = GRPOLoop(
             task, LoopSettings.of(config), engine, trainer, RunDir.create(config, "count_a"),

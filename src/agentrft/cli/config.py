@@ -3,7 +3,8 @@
 With `--task T`, the `limits` section shows the limits an episode of T really gets (the
 task's own where the config sets none); with `--backend NAME` too, what a run on that
 backend will really use, its presets applied (the local backend's CPU preset), and every
-value the backend changed is listed on stderr.
+value the backend changed is listed on stderr; `--spec` prints the backend's resolved run
+spec instead (what `train --dry-run` prints).
 """
 
 from enum import Enum
@@ -48,11 +49,21 @@ def show(
             help="Show what a run on this backend will really use (its presets applied).",
         ),
     ] = None,
+    spec: Annotated[
+        bool,
+        typer.Option(
+            "--spec",
+            help="With --backend: print the run's resolved spec instead (the settings each "
+            "part of a run receives, as train --dry-run prints them).",
+        ),
+    ] = False,
 ) -> None:
     """Print the configuration that train/eval would use, defaults included."""
-    from agentrft.config import dump_config
+    from agentrft.config import dump_config, dump_data
     from agentrft.config_model import load_config
 
+    if spec and backend is None:
+        raise CliError("config show --spec needs --backend NAME: the spec is a backend's")
     resolved = load_config(config, overrides=set_ or [], values={"task": task})
     from agentrft.plugins import resolve_task
 
@@ -73,6 +84,15 @@ def show(
             )
         impl = load_backend(backend)
         impl.check_config(resolved)
+        if spec:
+            described = impl.run_spec(the_task, resolved)
+            if described is None:
+                raise CliError(
+                    f"config show --spec: the {backend} backend resolves no run spec ahead of "
+                    "its run; drop --spec to see the config it would use"
+                )
+            echo(dump_data(described, fmt.value).rstrip("\n"))
+            return
         # The preset sees the config as given (a limit the task sets is not "set" by you).
         effective = _with_task_limits(impl.effective_config(the_task, resolved), the_task)
         resolved = _with_task_limits(resolved, the_task)

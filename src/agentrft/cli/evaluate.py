@@ -172,7 +172,7 @@ def eval_(
     )
     values["validation_dataset"] = str(data) if data is not None else None
     cfg, the_task = resolve_config(config, set_, {**values, **keys})
-    impl.check_config(cfg)
+    # `impl.evaluate` checks the config first (Backend.check_config).
     options = impl.eval_options(
         reward_fn=load_reward(cfg.reward, the_task),
         dry_run=dry_run,

@@ -77,7 +77,7 @@ def train(
         **keys,
     }
     cfg, the_task = resolve_config(config, set_, values)
-    impl.check_config(cfg)
+    # `impl.train` checks the config first (Backend.check_config): once, here too.
     options = impl.train_options(
         reward_fn=load_reward(cfg.reward, the_task), dry_run=dry_run, console=console(), **fields
     )

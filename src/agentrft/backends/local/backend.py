@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentrft import backend as core
 from agentrft.backend import Backend, BackendError, CliOption, Command, EvalResult
-from agentrft.backends.local.run.evals import run_eval, save_eval
+from agentrft.backends.local.run.evals import EvalSettings, run_eval, save_eval
 from agentrft.backends.local.run.rows import validation_prompts
 from agentrft.backends.local.settings import (
     CLI_OPTIONS,
@@ -27,13 +27,22 @@ from agentrft.backends.local.settings import (
 )
 
 if TYPE_CHECKING:
+    from agentrft.backends.local.run.spec import RunSpec
     from agentrft.backends.local.run.training import TrainResult
     from agentrft.config import Config
     from agentrft.evaluation import EvalReport
     from agentrft.task import Task
     from agentrft.trajectory import Trajectory
 
-__all__ = ["LocalBackend", "TrainPlan", "evaluate_async", "plan", "run_eval", "train_async"]
+__all__ = [
+    "LocalBackend",
+    "TrainPlan",
+    "evaluate_async",
+    "plan",
+    "run_eval",
+    "run_training",
+    "train_async",
+]
 
 log = logging.getLogger(__name__)
 
@@ -96,24 +105,30 @@ class LocalBackend(Backend):
 
         return effective_config(task, as_local(config))
 
+    def run_spec(self, task: Task[Any], config: Config) -> dict[str, Any]:
+        """The `RunSpec` a new run of `task` starts from, as `train --dry-run` prints it."""
+        self.check_config(config)
+        return plan(task, as_local(config))
+
     def train(
         self, task: Task[Any], config: Config, options: core.TrainOptions | None = None
     ) -> core.TrainResult:
         """Train `task` (`LocalTrainOptions`: `resume` continues a run from its last
         checkpoint; `dry_run` resolves the model, sampler and CPU preset without training)."""
+        from agentrft.backends.local.run.spec import resolve_run
+
         opts = core.as_options(LocalTrainOptions, options)
         self.check_available()
         self.check_config(config)
+        # Resolved once, here: the dry run prints the spec a real run would start from.
+        resume = None if opts.dry_run else opts.resume
+        console = None if opts.dry_run else opts.console
+        spec = resolve_run(task, as_local(config), resume=resume, console=console)
         if opts.dry_run:
-            return TrainPlan(plan=plan(task, as_local(config)))
+            return TrainPlan(plan=spec.describe(task))
         return asyncio.run(
-            train_async(
-                task,
-                as_local(config),
-                resume=opts.resume,
-                reward_fn=opts.reward_fn,
-                console=opts.console,
-                on_step=opts.on_step,
+            run_training(
+                task, spec, reward_fn=opts.reward_fn, console=opts.console, on_step=opts.on_step
             )
         )
 
@@ -162,10 +177,23 @@ async def train_async(
     """Train `task` with GRPO on this machine, phase by phase (`training.py` says what each
     phase does); `resume` continues a run directory or checkpoint exactly."""
     from agentrft.backends.local.run.spec import resolve_run
+
+    spec = resolve_run(task, config, resume=resume, console=console)  # nothing written yet
+    return await run_training(task, spec, reward_fn=reward_fn, console=console, on_step=on_step)
+
+
+async def run_training(
+    task: Task[Any],
+    spec: RunSpec,
+    *,
+    reward_fn: Any = None,
+    console: Any = None,
+    on_step: Any = None,
+) -> TrainResult:
+    """Run the training `spec` describes (resolved by `spec.resolve_run`), phase by phase."""
     from agentrft.backends.local.run.training import TrainingRun
 
     started = time.perf_counter()
-    spec = resolve_run(task, config, resume=resume, console=console)  # nothing written yet
     job = TrainingRun.open(task, spec, reward_fn=reward_fn, console=console, on_step=on_step)
     try:
         job.build()
@@ -216,7 +244,7 @@ async def evaluate_async(
             name = "eval-adapter"
             await engine.sampler.load_adapter(name, str(Path(adapter).resolve()))
         reports, trajs = await run_eval(
-            task, config, engine, prompts, adapter=name,
+            task, EvalSettings.of(task, config), engine, prompts, adapter=name,
             label=label or (Path(adapter).name if adapter else Path(engine.model_path).name),
             reward_fn=reward_fn,
         )  # fmt: skip

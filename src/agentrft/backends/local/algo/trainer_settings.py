@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentrft.backends.local.algo.loss import LossSettings
-from agentrft.backends.local.models.model_loading import resolve_device
 
 if TYPE_CHECKING:
     from agentrft.backends.local.settings import LocalRunConfig
@@ -36,8 +35,9 @@ class TrainerSettings:
     seed: int
 
     @classmethod
-    def of(cls, config: LocalRunConfig) -> TrainerSettings:
-        """The trainer's part of a run's (resolved) config."""
+    def of(cls, config: LocalRunConfig, *, device: str) -> TrainerSettings:
+        """The trainer's part of a run's (resolved) config, on `device` (resolved once by
+        the caller, so the sampler and the trainer agree)."""
         return cls(
             lora_rank=config.lora_rank,
             lora_alpha=config.lora_alpha,
@@ -56,7 +56,7 @@ class TrainerSettings:
                 clip_high_threshold=config.clip_high_threshold,
                 kl_beta=config.local.kl_beta,
             ),
-            device=resolve_device(config.local.device),
+            device=device,
             dtype=config.local.dtype,
             seed=config.seed,
         )

@@ -258,9 +258,10 @@ class SamplerSettings:
     lora_rank: int
 
     @classmethod
-    def of(cls, config: LocalRunConfig) -> SamplerSettings:
-        """The sampler's part of a run's (resolved) config."""
-        device = resolve_device(config)
+    def of(cls, config: LocalRunConfig, *, device: str | None = None) -> SamplerSettings:
+        """The sampler's part of a run's (resolved) config; `device` when the caller resolved
+        it already (a run's spec, shared with the trainer), else resolved here."""
+        device = device or resolve_device(config)
         return cls(
             model=config.local.model,
             tiny_model=config.local.tiny_model,

@@ -32,6 +32,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -238,6 +239,25 @@ def import_mlflow() -> Any:
         if get_telemetry_client() is not None:
             set_telemetry_client()  # None when telemetry is now disabled
     return mlflow
+
+
+@dataclass(frozen=True)
+class TrackingSettings:
+    """The tracking part of a run's config: MLflow or nothing, which store, which experiment."""
+
+    enabled: bool
+    #: None: a sqlite store in the run directory.
+    tracking_uri: str | None
+    experiment: str
+
+    @classmethod
+    def of(cls, config: LocalRunConfig) -> TrackingSettings:
+        local = config.local
+        return cls(
+            enabled=local.tracking == "mlflow",
+            tracking_uri=local.mlflow_tracking_uri,
+            experiment=local.mlflow_experiment,
+        )
 
 
 class Tracker:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from agentrft.backends.local.algo.sequences import TrainSequence, sft_sequences
 from agentrft.backends.local.algo.trainer import LoRATrainer
@@ -23,7 +24,35 @@ from agentrft.policy import Sampling
 from agentrft.rollout import run_episodes
 from agentrft.task import EpisodeLimits, Task
 
+if TYPE_CHECKING:
+    from agentrft.backends.local.settings import LocalRunConfig
+
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WarmupSettings:
+    """The SFT warm-up's part of a run's config: how many supervised steps on whose games
+    (`local.sft_source`), at what learning rate, batch and length, at which curriculum level."""
+
+    steps: int
+    source: str
+    learning_rate: float
+    batch_size: int
+    max_length: int | None
+    curriculum_level: int
+
+    @classmethod
+    def of(cls, config: LocalRunConfig) -> WarmupSettings:
+        local = config.local
+        return cls(
+            steps=local.sft_warmup_steps,
+            source=local.sft_source,
+            learning_rate=local.sft_learning_rate,
+            batch_size=config.global_batch_size,
+            max_length=local.max_sequence_length,
+            curriculum_level=local.curriculum_start,
+        )
 
 
 async def expert_sequences(
@@ -117,19 +146,21 @@ async def warmup_adapter(
 
     from agentrft.backends.local.algo.trainer import make_trainer
     from agentrft.backends.local.algo.trainer_settings import TrainerSettings
+    from agentrft.backends.local.models.model_loading import resolve_device
     from agentrft.backends.local.run.engine import resolve_model_path, set_cpu_threads
     from agentrft.backends.local.run.rows import train_prompts
     from agentrft.config import episode_limits
 
-    games = warmup_task(task, config.local.sft_source)
+    warm = WarmupSettings.of(config)
+    games = warmup_task(task, warm.source)
     if games is None:
         raise ValueError(
-            f"task {task.name!r} offers no {config.local.sft_source} warm-up games; set "
+            f"task {task.name!r} offers no {warm.source} warm-up games; set "
             "local.sft_source=expert or local.sft_warmup_steps=0"
         )
     model = resolve_model_path(config.local.model, config.local.tiny_model)
-    trainer = make_trainer(TrainerSettings.of(config), model,
-                           max_completion_length=config.sampling_max_tokens,
+    settings = TrainerSettings.of(config, device=resolve_device(config.local.device))
+    trainer = make_trainer(settings, model, max_completion_length=config.sampling_max_tokens,
                            adapter=config.local.adapter)  # fmt: skip
     set_cpu_threads(config.local.cpu_threads, config.local.model, trainer.device)
     if prompts is None:
@@ -139,11 +170,11 @@ async def warmup_adapter(
         trainer,
         ChatTokenizer(trainer.tokenizer),
         prompts,
-        steps=config.local.sft_warmup_steps,
-        batch_size=config.global_batch_size,
-        learning_rate=config.local.sft_learning_rate,
+        steps=warm.steps,
+        batch_size=warm.batch_size,
+        learning_rate=warm.learning_rate,
         limits=episode_limits(task, config),
-        max_length=config.local.max_sequence_length,
-        curriculum_level=config.local.curriculum_start,
+        max_length=warm.max_length,
+        curriculum_level=warm.curriculum_level,
     )
     return trainer.save_adapter(Path(out))

@@ -3,9 +3,12 @@
 Everything that turns what the user gave (the config, the CLI's flags, a resumed run's saved
 config) into what runs happens here, once, before a file is written or a model loaded: the
 CPU preset (applied here and nowhere else), the device and the inference engine, the
-episode limits, the rows, and the settings each part of the engine is built from (the
-sampler's `SamplerSettings`, the trainer's `TrainerSettings`). `--dry-run` prints the same
-spec a real run starts from.
+episode limits, the rows, and the settings each part of a run is built from: the sampler's
+`SamplerSettings`, the trainer's `TrainerSettings`, the GRPO loop's `LoopSettings`, the
+evaluations' `EvalSettings`, the warm-up's `WarmupSettings` and the tracker's
+`TrackingSettings`. Each part receives only its own; the whole config stays on the spec only
+to be saved (config.yaml, MLflow params). `--dry-run` and `config show` print the same spec a
+real run starts from.
 """
 
 from __future__ import annotations
@@ -19,17 +22,19 @@ from agentrft.backend import BackendError
 from agentrft.backends.local.algo.trainer_settings import TrainerSettings
 from agentrft.backends.local.algo.warmup import warmup_task
 from agentrft.backends.local.models.gguf_model import check_model_spec
+from agentrft.backends.local.models.model_loading import resolve_device
 from agentrft.backends.local.run.engine import (
     SamplerSettings,
     apply_cpu_preset,
     train_sampling,
     uses_tiny_model,
 )
-from agentrft.backends.local.run.evals import eval_level
+from agentrft.backends.local.run.evals import EvalSettings, eval_level
 from agentrft.backends.local.run.loop_settings import LoopSettings
 from agentrft.backends.local.run.rows import check_rows_parse, train_prompts, validation_prompts
-from agentrft.backends.local.run.run_dir import RunDir
+from agentrft.backends.local.run.run_dir import RunDir, TrackingSettings
 from agentrft.backends.local.run.run_plan import say_plan
+from agentrft.backends.local.run.sft import WarmupSettings
 from agentrft.backends.local.settings import LocalRunConfig, as_local
 from agentrft.config import episode_limits
 from agentrft.config_model import validate_config
@@ -52,7 +57,8 @@ __all__ = [
 class RunSpec:
     """What a run starts from, resolved and checked before anything is written."""
 
-    #: The run's config: the preset applied (a resumed run: its own saved config).
+    #: The run's config: the preset applied (a resumed run: its own saved config). Kept to
+    #: be saved (config.yaml, MLflow params); the parts read their settings below.
     config: LocalRunConfig
     limits: EpisodeLimits
     train_prompts: list[str]
@@ -63,6 +69,11 @@ class RunSpec:
     loop: LoopSettings
     #: How training rollouts sample (temperature, top_p, max_tokens).
     sampling: Sampling
+    evals: EvalSettings
+    warmup: WarmupSettings
+    tracking: TrackingSettings
+    #: `local.adapter`: the LoRA adapter training continues from (None: a fresh one).
+    adapter: str | None
     #: Whether the built-in tiny model's CPU preset applies.
     cpu_preset: bool
     #: The run being resumed and its latest checkpoint (None for a new run).
@@ -99,6 +110,9 @@ class RunSpec:
             "trainer": asdict(self.trainer),
             "loop": asdict(self.loop),
             "sampling": self.sampling.model_dump(),
+            "evals": self.evals.describe(),
+            "warmup": asdict(self.warmup),
+            "tracking": asdict(self.tracking),
         }
 
 
@@ -140,15 +154,20 @@ def resolve_run(
         say = printer(console)
         say(f"no validation rows, so no before/after evaluation: {exc}", highlight=False)
         val_prompts = []
+    device = resolve_device(config.local.device)  # once: the sampler and trainer share it
     return RunSpec(
         config,
         limits,
         train_rows,
         val_prompts,
-        sampler=SamplerSettings.of(config),
-        trainer=TrainerSettings.of(config),
+        sampler=SamplerSettings.of(config, device=device),
+        trainer=TrainerSettings.of(config, device=device),
         loop=LoopSettings.of(config),
         sampling=train_sampling(config),
+        evals=EvalSettings.of(task, config),
+        warmup=WarmupSettings.of(config),
+        tracking=TrackingSettings.of(config),
+        adapter=config.local.adapter,
         cpu_preset=tiny,
         run=run,
         checkpoint=checkpoint,

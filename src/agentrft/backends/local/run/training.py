@@ -80,7 +80,6 @@ class TrainingRun:
     ) -> None:
         self.task = task
         self.inputs = inputs
-        self.config = inputs.config
         self.run = run
         self.engine = engine
         self.reward_fn = reward_fn
@@ -108,12 +107,11 @@ class TrainingRun:
     ) -> TrainingRun:
         """Create the run directory (a resumed run has one) and start the engine: the first
         phase that writes files or loads a model, so it runs only on checked inputs."""
-        config = inputs.config
-        run = inputs.run if inputs.run is not None else RunDir.create(config, task.name)
+        run = inputs.run if inputs.run is not None else RunDir.create(inputs.config, task.name)
         engine = make_engine(inputs.sampler)
         printer(console)(
             f"[bold]agentrft local[/] · task {task.name} · model "
-            f"{config.local.model or engine.model_path} · "
+            f"{inputs.sampler.model or engine.model_path} · "
             f"inference {engine.inference} on {engine.device} · run {run.path}",
             highlight=False,
         )
@@ -124,12 +122,12 @@ class TrainingRun:
     def build(self) -> None:
         """Load the trainer, open the tracker and build the GRPO loop, with the mid-run
         validation passed in when there are validation rows; run.json says `running`."""
-        config, run, engine = self.config, self.run, self.engine
+        spec, run, engine = self.inputs, self.run, self.engine
         self.trainer = make_trainer(
-            self.inputs.trainer,
+            spec.trainer,
             engine.model_path,
-            max_completion_length=config.sampling_max_tokens * self.inputs.limits.max_turns,
-            adapter=config.local.adapter,  # continue training a LoRA adapter (e.g. an SFT one)
+            max_completion_length=spec.sampling.max_tokens * spec.limits.max_turns,
+            adapter=spec.adapter,  # continue training a LoRA adapter (e.g. an SFT one)
         )
         self._open_tracker()
         run.update_info(
@@ -142,7 +140,7 @@ class TrainingRun:
             mlflow_tracking_uri=getattr(self.tracker, "uri", None),
             status="running",
         )
-        self.view = LiveView(self.console, config.max_steps, title=f"GRPO · {self.task.name}")
+        self.view = LiveView(self.console, spec.loop.max_steps, title=f"GRPO · {self.task.name}")
         self.loop = GRPOLoop(
             self.task,
             self.inputs.loop,
@@ -160,34 +158,30 @@ class TrainingRun:
             validate=self.validate if self.inputs.val_prompts else None,
         )
         self.view.total = self.loop.total_steps()
-        # Mid-run validation: the validation rows at the first eval temperature only.
-        first_temperature = config.eval.model_copy(
-            update={"temperatures": config.eval.temperatures[:1]}
-        )
-        self.val_config = config.model_copy(update={"eval": first_temperature})
 
     def _open_tracker(self) -> None:
         """The MLflow run (`local.tracking: mlflow`): a resumed run logs into the one it
         started, whose params are logged already."""
-        config = self.config
-        if config.local.tracking != "mlflow":
+        tracking = self.inputs.tracking
+        if not tracking.enabled:
             return
         self.tracker = Tracker(
             self.run,
             enabled=True,
-            tracking_uri=config.local.mlflow_tracking_uri,
-            experiment=config.local.mlflow_experiment,
+            tracking_uri=tracking.tracking_uri,
+            experiment=tracking.experiment,
             run_name=self.run.path.name,
             run_id=self.info.get("mlflow_run_id"),
         )
         if not self.info.get("mlflow_run_id"):
-            self.tracker.log_params(flatten_config(config))
+            self.tracker.log_params(flatten_config(self.inputs.config))
 
     async def validate(self, step: int) -> dict[str, float]:
         """Every `val_every` steps: solve rate and mean reward on the validation rows, at
         the first eval temperature only (a full eval is the after row's job)."""
+        # Mid-run validation: the validation rows at the first eval temperature only.
         reports, _ = await run_eval(
-            self.task, self.val_config, self.engine, self.inputs.val_prompts,
+            self.task, self.inputs.evals.first_temperature(), self.engine, self.inputs.val_prompts,
             adapter=self.loop.policy.adapter, label=f"step {step}", reward_fn=self.reward_fn,
         )  # fmt: skip
         r = reports[0]  # the whole row set (a multi-task run's per-task reports follow)
@@ -230,15 +224,15 @@ class TrainingRun:
         """The before row: the model training starts from (with `local.adapter`, that
         adapter, since training continues from it)."""
         val_prompts = self.inputs.val_prompts
-        if not (self.config.local.eval_before and val_prompts):
+        if not (self.inputs.evals.before and val_prompts):
             return
         self.say(f"evaluating the starting model on {len(val_prompts)} held-out rows ...")
         start = None
-        if self.config.local.adapter:
+        if self.inputs.adapter:
             await self.loop.sync(0)
             start = self.loop.policy.adapter
         self.before, trajs = await run_eval(
-            self.task, self.config, self.engine, val_prompts, adapter=start, label="before",
+            self.task, self.inputs.evals, self.engine, val_prompts, adapter=start, label="before",
             reward_fn=self.reward_fn,
         )  # fmt: skip
         save_eval(self.eval_dir, "before", self.before, trajs)
@@ -246,15 +240,13 @@ class TrainingRun:
     async def _sft_warmup(self) -> None:
         """`local.sft_warmup_steps` of supervised steps on the task's expert games, so a
         small model learns the tool-call format before RL needs it."""
-        config, steps = self.config, self.config.local.sft_warmup_steps
+        warm = self.inputs.warmup
+        steps = warm.steps
         if steps <= 0:
             return
-        games = warmup_task(self.task, config.local.sft_source)
+        games = warmup_task(self.task, warm.source)
         assert games is not None  # resolve_run checked it
-        self.say(
-            f"SFT warm-up: {steps} steps on {describe_source(self.task, config.local.sft_source)}"
-            " ..."
-        )
+        self.say(f"SFT warm-up: {steps} steps on {describe_source(self.task, warm.source)} ...")
 
         def sft_log(step: int, m: dict[str, float]) -> None:
             if self.tracker is not None:
@@ -271,23 +263,23 @@ class TrainingRun:
             self.engine.chat,
             self.inputs.train_prompts,
             steps=steps,
-            batch_size=config.global_batch_size,
-            learning_rate=config.local.sft_learning_rate,
+            batch_size=warm.batch_size,
+            learning_rate=warm.learning_rate,
             limits=self.inputs.limits,
-            max_length=config.local.max_sequence_length,
+            max_length=warm.max_length,
             on_step=sft_log,
-            curriculum_level=config.local.curriculum_start,
+            curriculum_level=warm.curriculum_level,
         )
         self.say(f"SFT warm-up done in {time.perf_counter() - t0:.1f}s", highlight=False)
 
     async def _evaluate_after_sft(self) -> None:
         """The after-SFT row: what RL adds shows only next to what the warm-up alone reached."""
-        config, val_prompts = self.config, self.inputs.val_prompts
-        if not (config.local.sft_warmup_steps > 0 and config.local.eval_after and val_prompts):
+        evals, val_prompts = self.inputs.evals, self.inputs.val_prompts
+        if not (self.inputs.warmup.steps > 0 and evals.after and val_prompts):
             return
         self.say(f"evaluating the warmed-up adapter on {len(val_prompts)} held-out rows ...")
         self.after_sft, trajs = await run_eval(
-            self.task, config, self.engine, val_prompts, adapter=self.loop.policy.adapter,
+            self.task, evals, self.engine, val_prompts, adapter=self.loop.policy.adapter,
             label="after SFT", reward_fn=self.reward_fn,
         )  # fmt: skip
         save_eval(self.eval_dir, "after_sft", self.after_sft, trajs)
@@ -332,12 +324,12 @@ class TrainingRun:
 
     async def _evaluate_after(self) -> list[EvalReport]:
         """The after row: the trained adapter on the validation rows."""
-        config, val_prompts = self.config, self.inputs.val_prompts
-        if not (config.local.eval_after and val_prompts):
+        evals, val_prompts = self.inputs.evals, self.inputs.val_prompts
+        if not (evals.after and val_prompts):
             return []
         self.say(f"evaluating the trained adapter on {len(val_prompts)} held-out rows ...")
         after, trajs = await run_eval(
-            self.task, config, self.engine, val_prompts, adapter=self.loop.policy.adapter,
+            self.task, evals, self.engine, val_prompts, adapter=self.loop.policy.adapter,
             label="after", reward_fn=self.reward_fn,
         )  # fmt: skip
         save_eval(self.eval_dir, "after", after, trajs)
