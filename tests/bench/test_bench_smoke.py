@@ -50,6 +50,10 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         ],
         "(b) 1 ms x 2 episodes x 2 turns",
     ),
+    "report_page.py": (
+        ["--steps", "2", "--episodes", "8", "--evals", "4", "--repeat", "1"],
+        "episodes: written in",
+    ),
     "scrub_lines.py": (["--repeat", "1"], "holding a bearer token"),
     "wordle_env.py": (["--games", "3", "--tables", "1"], "full 6-guess game with shaping"),
     "real_model.py": (

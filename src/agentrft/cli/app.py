@@ -29,6 +29,7 @@ from agentrft.cli.evaluate import eval_
 from agentrft.cli.help_types import hide_flag_types
 from agentrft.cli.logs import configure_logging
 from agentrft.cli.play import play, replay
+from agentrft.cli.report import report
 from agentrft.cli.tasks import tasks
 from agentrft.cli.train import train
 
@@ -88,6 +89,7 @@ def create_app(*, plugins: bool = True) -> typer.Typer:
     backends = installed_backends() if plugins else {}
     app.command("play")(handle_errors(with_backend_flags(play, "play", backends)))
     app.command("replay")(handle_errors(replay))
+    app.command("report")(handle_errors(report))
     app.command("train")(handle_errors(with_backend_flags(train, "train", backends)))
     app.command("eval")(handle_errors(with_backend_flags(eval_, "eval", backends)))
 

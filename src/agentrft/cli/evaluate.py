@@ -91,6 +91,13 @@ def eval_(
     ] = None,
     max_turns: Annotated[int | None, typer.Option(help="Override the task's turn limit.")] = None,
     report: Annotated[Path | None, typer.Option(help="Write the report(s) as JSON here.")] = None,
+    report_html: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write the evaluation's page here (HTML: its table and an episode browser; "
+            "agentrft report explains it)."
+        ),
+    ] = None,
     trajectories: Annotated[
         Path | None, typer.Option(help="Write every trajectory as JSONL here (for replay).")
     ] = None,
@@ -122,6 +129,10 @@ def eval_(
     backend_flags: BackendFlags | None = None,
 ) -> None:
     """Evaluate on TASK: pass@k, solve rate, reward, turns, failure kinds (per temperature)."""
+    if report_html is not None and not report_html.parent.is_dir():
+        raise CliError(
+            f"--report-html {report_html}: the folder {report_html.parent} does not exist"
+        )
     if (policy is None) == (backend is None):
         raise CliError(
             "pass exactly one of --policy SPEC (evaluate a served model, a litellm model or the "
@@ -155,17 +166,18 @@ def eval_(
         _eval_policy(
             cfg, the_task, load_reward(cfg.reward, the_task), policy=policy, data=data,
             success_threshold=success_threshold, report=report, trajectories=trajectories,
-            base_url=base_url, model=model, api_key_env=api_key_env, header=header,
+            report_html=report_html, base_url=base_url, model=model, api_key_env=api_key_env, header=header,
         )  # fmt: skip
         return
     if base_url or api_key_env or header:
         raise CliError("--base-url, --api-key-env and --header go with --policy, not --backend")
     impl = load_backend(backend)
-    if trajectories is not None and not impl.keeps_trajectories:
-        raise CliError(
-            f"--trajectories: the {backend} backend keeps no trajectories here (its episodes "
-            "run elsewhere); drop it, or evaluate with --backend local or --policy"
-        )
+    for flag, given in (("--trajectories", trajectories), ("--report-html", report_html)):
+        if given is not None and not impl.keeps_trajectories:
+            raise CliError(
+                f"{flag}: the {backend} backend keeps no trajectories here (its episodes run "
+                "elsewhere); drop it, or evaluate with --backend local or --policy"
+            )
     own = backend_flags.for_backend(backend) if backend_flags else {}
     keys, fields = impl.cli_values(
         "eval", {**own, "model": model, "dry_run": dry_run}, list(extra_args or [])
@@ -190,6 +202,8 @@ def eval_(
 
         count = write_trajectories(result.trajectories, trajectories)
         console().print(f"trajectories: {trajectories} ({count})")
+    if report_html is not None:
+        _write_page(report_html, result.reports, result.trajectories)
     if not result.reports:
         print_summary(result)
 
@@ -204,6 +218,7 @@ def _eval_policy(
     success_threshold: float | None,
     report: Path | None,
     trajectories: Path | None,
+    report_html: Path | None,
     base_url: str | None,
     model: str | None,
     api_key_env: str | None,
@@ -268,8 +283,16 @@ def _eval_policy(
     if trajectories is not None:
         count = write_trajectories(trajs, trajectories)
         console().print(f"trajectories: {trajectories} ({count})")
+    if report_html is not None:
+        _write_page(report_html, reports, trajs)
     _fail_if_nothing_played(trajs, the_task.name)
     _fail_if_the_reward_failed(trajs)
+
+
+def _write_page(target: Path, reports: list[Any], trajectories: list[Any]) -> None:
+    from agentrft.report import eval_page
+
+    console().print(f"report page: {eval_page(target, reports, trajectories, name=target.stem)}")
 
 
 #: An eval whose reward failed on more than this share of its episodes exits 1: its table

@@ -20,6 +20,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from agentrft.backends.local.algo.advantages import (
@@ -468,6 +469,7 @@ class GRPOLoop:
         """The run's health conditions at the end of training: on the console when there
         is one, else in the log."""
         lines = self.health.summary(self.step)
+        self.run.write_health([asdict(c) for c in self.health.log.conditions()])
         if self.view is not None and self.view.console is not None:
             for line in lines:
                 self.view.note(line, markup=False)

@@ -10,6 +10,8 @@ runs/<name>/
   trajectories.jsonl     every training episode (metadata: step, group, phase)
   eval/                  before/after reports (JSON) and their trajectories
   metrics.jsonl          one line of metrics per step (also sent to MLflow)
+  health.json            the health conditions and the steps they held
+  report.html, plots/    the run's page (`agentrft report`) and its plots as PNG
   mlflow.db              the default MLflow store (sqlite)
 ```
 
@@ -107,6 +109,11 @@ class RunDir:
         info = self.read_info()
         info.update(scrub(values))
         _atomic_write(self.path / "run.json", json.dumps(info, indent=2))
+
+    def write_health(self, conditions: list[dict[str, Any]]) -> None:
+        """health.json: the run's health conditions (name, first and last step, the step
+        it cleared at or None, the warning's first text), for the report."""
+        _atomic_write(self.path / "health.json", json.dumps(scrub(conditions), indent=2))
 
     def append_metrics(self, step: int, metrics: dict[str, float]) -> None:
         with (self.path / "metrics.jsonl").open("a", encoding="utf-8") as fh:

@@ -305,6 +305,7 @@ class TrainingRun:
             for table in reports_tables([*self.before, *self.after_sft, *after]):
                 self.console.print(table)  # one table per task of a multi-task run
         run.update_info(status="finished", steps=loop.step)
+        self._write_report()
         if self.tracker is not None:
             if after:
                 self.tracker.log_artifact(self.eval_dir / "after.json")
@@ -321,6 +322,19 @@ class TrainingRun:
             after_sft=self.after_sft,
             wall_s=time.perf_counter() - started,
         )
+
+    def _write_report(self) -> None:
+        """The run's page (report.html, plots/*.png): a page that fails to render is a
+        warning, never a failed run (the adapter and the evaluations are saved already)."""
+        from agentrft.report import write_report
+
+        try:
+            page = write_report(self.run.path)
+        except Exception as exc:
+            self.say(f"warning: the run's report was not written: {exc}", highlight=False)
+            return
+        self.say(f"report: {page}  (agentrft report {self.run.path} writes it again)",
+                 highlight=False)  # fmt: skip
 
     async def _evaluate_after(self) -> list[EvalReport]:
         """The after row: the trained adapter on the validation rows."""
