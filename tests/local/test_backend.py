@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections import Counter
 
 import pytest
 from rich.console import Console
@@ -73,6 +74,32 @@ def test_train_logs_to_mlflow_and_prints_before_after(tmp_path):
     assert history[0].value == pytest.approx(result.history[0]["reward_mean"])
     params = client.get_run(info["mlflow_run_id"]).data.params
     assert params["group_size"] == "4" and params["local.tiny_model"] == "156k"
+
+    # Every evaluation episode and the first 2 of each step's are traces of the run.
+    experiment = client.get_run(info["mlflow_run_id"]).info.experiment_id
+    traces = client.search_traces(locations=[experiment])
+    splits = Counter(t.info.tags["agentrft.split"] for t in traces)
+    assert splits == {"before": 3, "after": 3, "train": 2 * 2}
+    steps = Counter(
+        t.info.tags.get("agentrft.step") for t in traces if t.info.tags["agentrft.split"] == "train"
+    )
+    assert steps == {"1": 2, "2": 2}
+    after = {
+        t.info.tags["agentrft.episode"]: t
+        for t in traces
+        if t.info.tags["agentrft.split"] == "after"
+    }
+    for episode in read_trajectories(run / "eval" / "after_trajectories.jsonl"):
+        trace = after[episode.id]
+        assert trace.info.tags["mlflow.sourceRun"] == info["mlflow_run_id"]
+        (reward,) = [a for a in trace.info.assessments if a.name == "reward"]
+        assert reward.value == pytest.approx(episode.reward.total)
+        names = [s.name for s in trace.data.spans]
+        assert names[0] == "episode count_a"
+        assert (
+            names.count("policy turn 1") == 1
+            and len(names) == 1 + len(episode.turns) + episode.tool_calls
+        )
 
 
 def test_evaluate_with_an_adapter_at_two_temperatures(tmp_path, tiny_156k):

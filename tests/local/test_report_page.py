@@ -44,7 +44,6 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "local.tiny_model": "156k",
         "local.cpu_threads": TORCH_THREADS,
         "local.run_dir": str(runs),
-        "local.tracking": "none",
         "local.sft_warmup_steps": 2,
         "val_every": 2,
         "eval.n": 8,
@@ -150,6 +149,36 @@ def test_an_episodes_answer_shows_only_after_its_last_turn(run_dir: Path) -> Non
         after = episode.find(class_="after-episode")
         assert answer in after.get_text().lower()
         assert episode.find_all(recursive=False)[-1] is after  # last, below the turns
+
+
+def test_the_episodes_are_mlflow_traces_that_never_hold_the_answer(run_dir: Path) -> None:
+    """The run's MLflow store holds a trace per evaluation episode and 2 per step; no span
+    input holds an episode's answer or its row (the policy never saw them either)."""
+    from mlflow.tracking import MlflowClient
+
+    info = json.loads((run_dir / "run.json").read_text())
+    client = MlflowClient(info["mlflow_tracking_uri"])
+    experiment = client.get_run(info["mlflow_run_id"]).info.experiment_id
+    traces = client.search_traces(locations=[experiment])
+    splits = Counter(t.info.tags["agentrft.split"] for t in traces)
+    evals = {name: count(run_dir / "eval" / f"{label}_trajectories.jsonl")
+             for name, label in [("before", "before"), ("after SFT", "after_sft"), ("after", "after")]}  # fmt: skip
+    assert splits == {**evals, "train": 2 * len(metrics(run_dir))}
+    rows = {t.id: t for t in read_trajectories(run_dir / "eval" / "before_trajectories.jsonl")}
+    checked = 0
+    for trace in traces:
+        if trace.info.tags["agentrft.split"] != "before":
+            continue
+        episode = rows[trace.info.tags["agentrft.episode"]]
+        inputs = json.dumps([s.inputs for s in trace.data.spans]).lower()
+        assert episode.prompt.lower() not in inputs  # the row, which holds the answer
+        answer = json.loads(episode.prompt)["answer"]
+        # An answer such as "least" is in the rules' text ("at least 1"), which the policy
+        # reads too: only an answer the episode's messages never hold must be absent.
+        if answer not in " ".join(m.content or "" for m in episode.messages).lower():
+            assert answer not in inputs
+            checked += 1
+    assert checked >= len(rows) // 2
 
 
 def test_report_of_a_folder_with_nothing_to_show_is_a_clear_error(tmp_path: Path) -> None:

@@ -222,6 +222,17 @@ class LocalConfig(Section):
     tracking: Literal["mlflow", "none"] = Field(
         "mlflow", description="mlflow: log params/metrics to MLflow; none: metrics.jsonl only."
     )
+    trace_eval_episodes: bool = Field(
+        True,
+        description="Log every evaluation episode (before, after the warm-up, after) as an "
+        "MLflow trace of the run (local.tracking=mlflow): `agentrft ui` shows them.",
+    )
+    trace_train_episodes: int = Field(
+        2,
+        ge=0,
+        description="Training episodes logged as MLflow traces per GRPO step (the step's "
+        "first N; 0: none). All of them are in trajectories.jsonl either way.",
+    )
     save_prompt_token_ids: bool = Field(
         False,
         description="Keep every turn's prompt token ids in trajectories.jsonl (each turn repeats "

@@ -415,6 +415,7 @@ class GRPOLoop:
             self.run.append_metrics(self.step, metrics)
             if self.tracker is not None:
                 self.tracker.log_metrics(metrics, self.step)
+                self.tracker.log_step_traces(self.rollouts, self.step)
             if self.view is not None:
                 self.view.step(self.step, metrics)
                 self.view.health([c.name for c in self.health.log.active.values()])

@@ -32,7 +32,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +43,7 @@ from agentrft.backends.local.settings import LocalRunConfig
 from agentrft.config import Config, dump_config
 from agentrft.config_model import load_config
 from agentrft.redact import scrub
+from agentrft.trajectory import Trajectory
 
 log = logging.getLogger(__name__)
 
@@ -256,6 +257,9 @@ class TrackingSettings:
     #: None: a sqlite store in the run directory.
     tracking_uri: str | None
     experiment: str
+    #: Evaluation episodes as MLflow traces (all of them), training episodes (N per step).
+    trace_evals: bool = True
+    trace_per_step: int = 2
 
     @classmethod
     def of(cls, config: LocalRunConfig) -> TrackingSettings:
@@ -264,6 +268,8 @@ class TrackingSettings:
             enabled=local.tracking == "mlflow",
             tracking_uri=local.mlflow_tracking_uri,
             experiment=local.mlflow_experiment,
+            trace_evals=local.trace_eval_episodes,
+            trace_per_step=local.trace_train_episodes,
         )
 
 
@@ -284,8 +290,11 @@ class Tracker:
         experiment: str,
         run_name: str,
         run_id: str | None = None,
+        trace_evals: bool = False,
+        trace_per_step: int = 0,
     ) -> None:
         self.enabled = enabled
+        self.trace_evals, self.trace_per_step = trace_evals, trace_per_step
         self.run_id: str | None = None
         self._mlflow: Any = None
         self._logged: dict[str, int] = {}
@@ -296,6 +305,7 @@ class Tracker:
         # Alembic's and mlflow's store-migration chatter would bury the live view.
         logging.getLogger("alembic").setLevel(logging.WARNING)
         logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
+        logging.getLogger("mlflow.tracing.export.async_export_queue").setLevel(logging.WARNING)
         if tracking_uri is None:
             db = (run.path / "mlflow.db").resolve()
             if not db.exists():
@@ -313,6 +323,7 @@ class Tracker:
         mlflow.set_experiment(experiment)
         active = mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name)
         self.run_id = active.info.run_id
+        self.experiment_id = active.info.experiment_id
         self.uri = uri
         self._mlflow = mlflow
         if run_id:
@@ -339,6 +350,28 @@ class Tracker:
         }
         if new:
             self._mlflow.log_metrics(new, step=step)
+
+    def log_eval_traces(self, trajectories: Sequence[Trajectory], split: str) -> int:
+        """An evaluation's episodes as MLflow traces (`traces.py`), when `trace_evals`."""
+        if self._mlflow is None or not self.trace_evals:
+            return 0
+        return self._traces(trajectories, split=split, step=None)
+
+    def log_step_traces(self, trajectories: Sequence[Trajectory], step: int) -> int:
+        """A step's first `trace_per_step` episodes as traces (not again for a step a resumed
+        run replays: its traces were logged the first time)."""
+        if self._mlflow is None or step <= self._logged.get("reward_mean", -math.inf):
+            return 0
+        return self._traces(trajectories[: self.trace_per_step], split="train", step=step)
+
+    def _traces(self, trajectories: Sequence[Trajectory], *, split: str, step: int | None) -> int:
+        from agentrft.backends.local.run.traces import log_episode_traces
+
+        if not trajectories:
+            return 0
+        ids = log_episode_traces(self._mlflow, self.experiment_id, trajectories,
+                                 split=split, step=step, run_id=self.run_id)  # fmt: skip
+        return len(ids)
 
     def log_artifact(self, path: str | Path) -> None:
         if self._mlflow is not None:

@@ -172,6 +172,8 @@ class TrainingRun:
             experiment=tracking.experiment,
             run_name=self.run.path.name,
             run_id=self.info.get("mlflow_run_id"),
+            trace_evals=tracking.trace_evals,
+            trace_per_step=tracking.trace_per_step,
         )
         if not self.info.get("mlflow_run_id"):
             self.tracker.log_params(flatten_config(self.inputs.config))
@@ -236,6 +238,7 @@ class TrainingRun:
             reward_fn=self.reward_fn,
         )  # fmt: skip
         save_eval(self.eval_dir, "before", self.before, trajs)
+        self._traces(trajs, "before")
 
     async def _sft_warmup(self) -> None:
         """`local.sft_warmup_steps` of supervised steps on the task's expert games, so a
@@ -283,6 +286,11 @@ class TrainingRun:
             label="after SFT", reward_fn=self.reward_fn,
         )  # fmt: skip
         save_eval(self.eval_dir, "after_sft", self.after_sft, trajs)
+        self._traces(trajs, "after SFT")
+
+    def _traces(self, trajectories: list[Any], split: str) -> None:
+        if self.tracker is not None:
+            self.tracker.log_eval_traces(trajectories, split)
 
     # -- 5. train ---------------------------------------------------------------------------
 
@@ -347,6 +355,7 @@ class TrainingRun:
             label="after", reward_fn=self.reward_fn,
         )  # fmt: skip
         save_eval(self.eval_dir, "after", after, trajs)
+        self._traces(trajs, "after")
         if self.tracker is not None:
             for r in after:
                 # A multi-task run's per-task reports get their task in the name.
