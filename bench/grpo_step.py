@@ -38,10 +38,11 @@ async def time_agentrft(
     from agentrft import Environment, EpisodeLimits, RewardResult, Task
     from agentrft.backends.local.algo.trainer import make_trainer
     from agentrft.backends.local.algo.trainer_settings import TrainerSettings
-    from agentrft.backends.local.run.engine import SamplerSettings, make_engine, train_sampling
+    from agentrft.backends.local.run.engine import SamplerSettings, make_engine
     from agentrft.backends.local.run.grpo import GRPOLoop
     from agentrft.backends.local.run.loop_settings import LoopSettings
     from agentrft.backends.local.run.run_dir import RunDir
+    from agentrft.backends.local.run.spec import train_sampling
     from agentrft.config_model import load_config
 
     class TextEnv(Environment):

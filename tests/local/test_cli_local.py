@@ -148,7 +148,13 @@ def test_config_show_spec_prints_what_train_dry_run_prints(cli: Any) -> None:
     assert spec["sampler"]["device"] == spec["trainer"]["device"] == spec["device"] == "cpu"
     assert spec["warmup"]["steps"] == 40 and spec["warmup"]["batch_size"] == 4
     assert spec["evals"]["temperatures"] == [1.0] and spec["evals"]["seed"] == 42 + 7
-    assert spec["tracking"] == {"enabled": True, "tracking_uri": None, "experiment": "agentrft"}
+    assert spec["tracking"] == {
+        "enabled": True,
+        "tracking_uri": None,
+        "experiment": "agentrft",
+        "trace_evals": True,
+        "trace_per_step": 2,
+    }
 
     assert yaml.safe_load(cli("config", "show", "--spec", *args).stdout) == spec  # YAML too
     alone = cli("config", "show", "--spec", "--task", "fruit_guess")

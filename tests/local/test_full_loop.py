@@ -9,11 +9,12 @@ from agentrft import Sampling
 from agentrft.backends.local.algo.sequences import trajectory_sequences
 from agentrft.backends.local.algo.trainer import make_trainer
 from agentrft.backends.local.algo.trainer_settings import TrainerSettings
-from agentrft.backends.local.run.engine import SamplerSettings, make_engine, train_sampling
+from agentrft.backends.local.run.engine import SamplerSettings, make_engine
 from agentrft.backends.local.run.grpo import GRPOLoop
 from agentrft.backends.local.run.loop_settings import LoopSettings
 from agentrft.backends.local.run.run_dir import RunDir
 from agentrft.backends.local.run.sft import sft_warmup
+from agentrft.backends.local.run.spec import train_sampling
 from agentrft.config import episode_limits
 from agentrft.trajectory import read_trajectories
 

@@ -21,7 +21,6 @@ from agentrft.backends.local.inference.sampler import TokenSampler
 from agentrft.backends.local.models import model_loading
 from agentrft.backends.local.models.tiny_model import TinySize
 from agentrft.backends.local.settings import LocalRunConfig
-from agentrft.policy import Sampling
 
 log = logging.getLogger(__name__)
 
@@ -200,11 +199,6 @@ def generation_eos_ids(path: str) -> list[int]:
     return [int(i) for i in ids if isinstance(i, int)]
 
 
-def resolve_device(config: LocalRunConfig) -> str:
-    """`local.device` resolved (`auto`: cuda when torch sees a GPU, else cpu)."""
-    return model_loading.resolve_device(config.local.device)
-
-
 def set_cpu_threads(cpu_threads: int | None, model: str | None, device: str) -> None:
     """Apply `local.cpu_threads` (process-wide) when running on CPU (the tiny model: 1)."""
     if device != "cpu":
@@ -230,14 +224,6 @@ def resolve_inference(config: LocalRunConfig, device: str) -> str:
     return "transformers"
 
 
-def train_sampling(config: LocalRunConfig) -> Sampling:
-    return Sampling(
-        temperature=config.temperature,
-        top_p=config.sampling_top_p,
-        max_tokens=config.sampling_max_tokens,
-    )
-
-
 @dataclass(frozen=True)
 class SamplerSettings:
     """What the inference side of a run is built from, with the device and the engine
@@ -261,7 +247,7 @@ class SamplerSettings:
     def of(cls, config: LocalRunConfig, *, device: str | None = None) -> SamplerSettings:
         """The sampler's part of a run's (resolved) config; `device` when the caller resolved
         it already (a run's spec, shared with the trainer), else resolved here."""
-        device = device or resolve_device(config)
+        device = device or model_loading.resolve_device(config.local.device)
         return cls(
             model=config.local.model,
             tiny_model=config.local.tiny_model,

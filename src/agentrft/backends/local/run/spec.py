@@ -26,7 +26,6 @@ from agentrft.backends.local.models.model_loading import resolve_device
 from agentrft.backends.local.run.engine import (
     SamplerSettings,
     apply_cpu_preset,
-    train_sampling,
     uses_tiny_model,
 )
 from agentrft.backends.local.run.evals import EvalSettings, eval_level
@@ -50,6 +49,7 @@ __all__ = [
     "printer",
     "resolve_run",
     "resumed_config",
+    "train_sampling",
 ]
 
 
@@ -171,6 +171,15 @@ def resolve_run(
         cpu_preset=tiny,
         run=run,
         checkpoint=checkpoint,
+    )
+
+
+def train_sampling(config: LocalRunConfig) -> Sampling:
+    """How a run's training rollouts sample: its temperature, top_p and max_tokens."""
+    return Sampling(
+        temperature=config.temperature,
+        top_p=config.sampling_top_p,
+        max_tokens=config.sampling_max_tokens,
     )
 
 
