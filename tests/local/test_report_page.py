@@ -205,3 +205,32 @@ def test_eval_report_html_writes_the_evaluations_page(tmp_path: Path) -> None:
     refused = CliRunner().invoke(create_app(), [*args, "--report-html", str(missing)])
     assert refused.exit_code == 1 and "does not exist" in refused.output
     assert "solve rate" not in refused.output  # refused before a game was played
+
+
+def test_without_the_report_extra_the_page_is_refused_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "matplotlib" else real(name, *a),
+    )
+    page = tmp_path / "page.html"
+    args = [
+        "eval",
+        "--task",
+        "wordle",
+        "--policy",
+        "expert",
+        "--n",
+        "2",
+        "--report-html",
+        str(page),
+    ]
+    result = CliRunner().invoke(create_app(), args)
+    assert result.exit_code == 1
+    assert "needs matplotlib" in result.output and "agentrft[report]" in result.output
+    assert "solve rate" not in result.output and not page.exists()

@@ -129,10 +129,8 @@ def eval_(
     backend_flags: BackendFlags | None = None,
 ) -> None:
     """Evaluate on TASK: pass@k, solve rate, reward, turns, failure kinds (per temperature)."""
-    if report_html is not None and not report_html.parent.is_dir():
-        raise CliError(
-            f"--report-html {report_html}: the folder {report_html.parent} does not exist"
-        )
+    if report_html is not None:
+        _check_page_target(report_html)
     if (policy is None) == (backend is None):
         raise CliError(
             "pass exactly one of --policy SPEC (evaluate a served model, a litellm model or the "
@@ -287,6 +285,19 @@ def _eval_policy(
         _write_page(report_html, reports, trajs)
     _fail_if_nothing_played(trajs, the_task.name)
     _fail_if_the_reward_failed(trajs)
+
+
+def _check_page_target(target: Path) -> None:
+    """`--report-html`'s folder exists and the page's libraries are installed: checked
+    before any episode is played."""
+    from agentrft.report import ReportError, check_available
+
+    if not target.parent.is_dir():
+        raise CliError(f"--report-html {target}: the folder {target.parent} does not exist")
+    try:
+        check_available()
+    except ReportError as exc:
+        raise CliError(f"--report-html: {exc}") from None
 
 
 def _write_page(target: Path, reports: list[Any], trajectories: list[Any]) -> None:

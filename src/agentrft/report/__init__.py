@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from agentrft.report.inputs import ReportError, ReportInputs, Split, read_inputs
-from agentrft.report.page import write_page, write_report
+from agentrft.report.page import check_available, write_page, write_report
 
-__all__ = ["ReportError", "ReportInputs", "Split", "eval_page", "read_inputs", "write_page",
-           "write_report"]  # fmt: skip
+__all__ = ["ReportError", "ReportInputs", "Split", "check_available", "eval_page", "read_inputs",
+           "write_page", "write_report"]  # fmt: skip
 
 
 def eval_page(

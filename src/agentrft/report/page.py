@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from agentrft.report.episodes import episode_rows
-from agentrft.report.inputs import ReportInputs, read_inputs
+from agentrft.report.inputs import ReportError, ReportInputs, read_inputs
 from agentrft.report.plots import draw_plots
 
-__all__ = ["eval_table", "render_page", "write_page", "write_report"]
+__all__ = ["check_available", "eval_table", "render_page", "write_page", "write_report"]
 
 
 def write_report(folder: str | Path, out: str | Path | None = None) -> Path:
@@ -41,6 +41,7 @@ def write_page(inputs: ReportInputs, target: Path) -> Path:
 
 def render_page(inputs: ReportInputs, png_dir: Path | None = None) -> str:
     """The page as a string (the plots' PNGs into `png_dir` when given)."""
+    check_available()
     import jinja2
 
     from agentrft.plugins import get_plugins
@@ -65,6 +66,18 @@ def render_page(inputs: ReportInputs, png_dir: Path | None = None) -> str:
         splits=[(s.name, len(s.trajectories)) for s in inputs.splits],
         episodes_json=_script_json(episodes),
     )
+
+
+def check_available() -> None:
+    """Raise `ReportError` naming the fix when the page's libraries are not installed."""
+    import importlib.util
+
+    for module in ("jinja2", "matplotlib"):
+        if importlib.util.find_spec(module) is None:
+            raise ReportError(
+                f"the report needs {module}, which is not installed: pip install "
+                "'agentrft[report]' (the local extra and scripts/setup.sh include it)"
+            )
 
 
 def eval_table(evals: list[tuple[str, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
