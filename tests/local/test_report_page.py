@@ -80,7 +80,7 @@ def metrics(run: Path) -> list[dict[str, Any]]:
 def test_the_run_writes_its_page_and_plots(run_dir: Path) -> None:
     page = run_dir / "report.html"
     assert page.is_file() and page.stat().st_size < 5_000_000
-    for name in ("reward", "solve_rate", "tokens", "health", "failures"):
+    for name in ("reward", "solve_rate", "tokens", "update", "health", "failures"):
         assert (run_dir / "plots" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     health = json.loads((run_dir / "health.json").read_text())
     assert all({"name", "start", "last", "cleared", "first"} <= set(c) for c in health)
@@ -92,7 +92,8 @@ def test_plots_have_one_point_per_step_and_the_table_is_the_evals(run_dir: Path)
     steps = metrics(run_dir)
     assert len(steps) == 3
     for plot, key in [("reward", "reward_mean"), ("solve_rate", "solve_rate"),
-                      ("tokens", "completion_tokens"), ("health", "loss")]:  # fmt: skip
+                      ("tokens", "completion_tokens"), ("update", "loss"),
+                      ("health", "clip_high_frac")]:  # fmt: skip
         figure = dom.find(id=f"plot-{plot}")
         series = figure.find(id=f"series-{key}")
         assert series is not None, f"{plot}: no {key} curve"

@@ -50,12 +50,11 @@ PLOTS = (
         ),
         "tokens",
     ),
+    PlotSpec("update", "Policy update", (("loss", "loss"), ("grad_norm", "grad norm"))),
     PlotSpec(
         "health",
         "Health",
         (
-            ("loss", "loss"),
-            ("grad_norm", "grad norm"),
             ("clip_high_frac", "clipped high"),
             ("clip_low_frac", "clipped low"),
             ("sampler_logprob_abs_diff", "sampler/trainer gap"),
