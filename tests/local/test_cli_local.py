@@ -271,7 +271,7 @@ def test_a_run_says_first_what_will_run_and_every_value_the_preset_filled(
         f"{resolved.max_steps} GRPO steps of {resolved.global_batch_size} prompts x 4 rollouts"
         in first
     )
-    assert f"run directory under {tmp_path / 'runs'}/" in first
+    assert f"run directory under {tmp_path / 'runs'}/, its page report.html" in first
     assert second.startswith("the tiny-model CPU preset filled ")
     # Every value it names is the resolved one, and what the user set is not among them.
     filled = dict(

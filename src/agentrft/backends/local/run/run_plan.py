@@ -47,7 +47,8 @@ def say_plan(task: Task[Any], given: LocalRunConfig, config: LocalRunConfig, say
     say(
         f"training {task.name} on {model}: {warmup}{config.max_steps} GRPO steps of "
         f"{config.global_batch_size} prompts x {config.group_size} rollouts (lr "
-        f"{config.learning_rate:g}){evals}; run directory under {local.run_dir}/",
+        f"{config.learning_rate:g}){evals}; run directory under {local.run_dir}/, its page "
+        "report.html written there at the end",
         highlight=False,
     )
     changes = preset_changes(given, config)
