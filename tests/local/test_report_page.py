@@ -99,6 +99,9 @@ def test_plots_have_one_point_per_step_and_the_table_is_the_evals(run_dir: Path)
         assert series is not None, f"{plot}: no {key} curve"
         assert len(series.find_all("use")) == len(steps)  # one marker per step
         assert json.loads(figure["data-points"])[key] == len(steps)
+    # A failure kind is logged only on steps that had it; its curve is 0 on the others.
+    failures = json.loads(dom.find(id="plot-failures")["data-points"])
+    assert failures and set(failures.values()) == {len(steps)}
     validated = [s for s in steps if "val_reward_mean" in s]  # every 2 steps: step 2
     assert len(dom.find(id="series-val_reward_mean").find_all("use")) == len(validated) == 1
 

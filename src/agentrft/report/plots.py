@@ -94,8 +94,11 @@ def draw_plots(steps: list[dict[str, Any]], png_dir: Path | None = None) -> list
             ax = fig.add_subplot()
             points = {}
             for key, label in series:
-                xs = [s["step"] for s in steps if _number(s.get(key)) is not None]
-                ys = [float(s[key]) for s in steps if _number(s.get(key)) is not None]
+                # A step logs a failure kind only when it happened: elsewhere its share is 0.
+                zero = spec.prefix is not None and key.startswith(spec.prefix)
+                values = [(s["step"], _number(s.get(key, 0.0 if zero else None))) for s in steps]
+                xs = [x for x, y in values if y is not None]
+                ys = [y for _, y in values if y is not None]
                 ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.2, label=label,
                         gid=f"series-{key}")  # fmt: skip
                 points[key] = len(xs)
