@@ -168,7 +168,8 @@ async def test_local_training_run_writes_no_secret(
 
     names = {p.name for p in run_dir.rglob("*") if p.is_file()}
     assert {"config.yaml", "run.json", "mlflow.db", "trajectories.jsonl", "metrics.jsonl",
-            "before.json", "after.json", "after_trajectories.jsonl"} <= names  # fmt: skip
+            "before.json", "after.json", "after_trajectories.jsonl", "health.json",
+            "report.html", "reward.png"} <= names  # fmt: skip
     assert _files_with_secrets(run_dir) == {}
     assert not any(s in screen.getvalue() for s in SECRETS)
     # The secrets were there to leak: the trajectories show where they were cut out.

@@ -6,7 +6,9 @@ call (TOOL) under it, with the reply and the tool's answer. The reward is the tr
 `reward` feedback (an MLflow assessment) and the trace's tags say where the episode comes
 from: split (train, before, after SFT, after), step, task, outcome tier, solved, failure
 kinds. The row's prompt string is never put in a trace (it may hold the answer); hidden
-values stay out as they stay out of the policy's messages.
+values stay out as they stay out of the policy's messages. Every text goes through
+`agentrft.redact` first, as every file a run writes does: a key in a tool reply or a
+prompt never reaches the store.
 
 The times of the spans are laid out from what the trajectory recorded (each turn's
 latency, the episode's wall time and tool time), ending when the trace is written: a
@@ -20,6 +22,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from agentrft.redact import scrub, scrub_text
 from agentrft.trajectory import Trajectory
 
 __all__ = ["log_episode_traces"]
@@ -81,7 +84,7 @@ def _log_one(
         tags["mlflow.sourceRun"] = run_id
     root = client.start_trace(
         f"episode {t.task}", inputs={"messages": opening}, experiment_id=experiment_id,
-        start_time_ns=start, tags=tags, span_type="AGENT",
+        start_time_ns=start, tags=scrub(tags), span_type="AGENT",
     )  # fmt: skip
     trace_id = root.trace_id
     clock = start
@@ -112,7 +115,7 @@ def _log_one(
                             end_time_ns=clock + took)  # fmt: skip
             clock += took
     reward = t.reward.model_dump() if t.reward else None
-    client.end_trace(trace_id=trace_id, outputs={"reward": reward, "stop": t.stop_reason},
+    client.end_trace(trace_id=trace_id, outputs=scrub({"reward": reward, "stop": t.stop_reason}),
                      end_time_ns=max(end, clock))  # fmt: skip
     return str(trace_id)
 
@@ -130,4 +133,6 @@ def _message(m: Any) -> dict[str, Any]:
 
 
 def _clip(text: str) -> str:
+    """`text` scrubbed of secrets, and cut at `MAX_TEXT` characters."""
+    text = scrub_text(text)
     return text if len(text) <= MAX_TEXT else f"{text[:MAX_TEXT]} … [{len(text) - MAX_TEXT} more]"
