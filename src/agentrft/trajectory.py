@@ -41,6 +41,8 @@ class FailureKind:
     BLOCKED_LOOP = "blocked_loop"
     REWARD_ERROR = "reward_error"  # the task's reward raised; the lowest tier was given
     USER_TURN_ERROR = "user_turn_error"  # Environment.opening / on_text_reply raised
+    # Environment.start / close raised (an MCP server's own failures have kinds of their own).
+    ENVIRONMENT_ERROR = "environment_error"
 
 
 class Failure(BaseModel):
