@@ -59,7 +59,8 @@ class MCPEnvironment(Environment):
         self, server: str, tool: str, arguments: dict[str, Any] | None = None
     ) -> Any:
         """Call `tool` on `server` from the task's own code (setup, reward), hidden tools
-        included: the structured content when the server sends one, else the reply text.
+        included: the structured content when the server sends one (a non-object value
+        unwrapped from the SDK's {"result": value}), else the reply text.
         Raises `ToolError` when the tool fails or the server is gone."""
         conn = self.connections.get(server)
         if conn is None:
@@ -67,8 +68,12 @@ class MCPEnvironment(Environment):
                 f"no MCP server {server!r} in this episode ({', '.join(self.connections) or 'none'})"
             )
         result = await conn.call(tool, dict(arguments or {}))
-        if result.structured_content is not None and not result.is_error:
-            return result.structured_content
+        structured = result.structured_content
+        if structured is not None and not result.is_error:
+            # The SDK sends a tool's non-object return value as {"result": value}.
+            if isinstance(structured, dict) and list(structured) == ["result"]:
+                return structured["result"]
+            return structured
         return reply_of(result, tool=tool, server=server, max_chars=10**9).content
 
     async def call_tool(self, call: ToolCall, *, threads: ToolThreads | None = None) -> ToolResult:

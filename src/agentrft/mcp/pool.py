@@ -17,14 +17,15 @@ from agentrft.mcp.servers import StdioServer
 
 __all__ = ["checkout", "close_pools", "give_back"]
 
-_POOLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[StdioServer, list[Any]]] = (
+#: loop -> the spec as JSON (a spec with `env` is no dict key) -> its idle servers.
+_POOLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, list[Any]]] = (
     weakref.WeakKeyDictionary()
 )
 
 
 def _idle(spec: StdioServer) -> list[MCPConnection]:
     loop = asyncio.get_running_loop()
-    return _POOLS.setdefault(loop, {}).setdefault(spec, [])
+    return _POOLS.setdefault(loop, {}).setdefault(spec.model_dump_json(), [])
 
 
 async def checkout(spec: StdioServer) -> MCPConnection:

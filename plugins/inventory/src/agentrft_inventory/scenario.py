@@ -96,10 +96,9 @@ def make_scenarios(n: int, seed: int) -> list[Scenario]:
         ]
         # One supplier in time, and the cheapest of all too slow.
         suppliers[0].lead_days = rng.randint(1, days)
-        cheapest = min(suppliers, key=lambda s: s.unit_price)
-        if cheapest is suppliers[0]:
-            suppliers[1].unit_price = round(cheapest.unit_price * 0.85, 2)
-            suppliers[1].lead_days = days + rng.choice((2, 5, 9))
+        slow = suppliers[1]
+        slow.lead_days = days + rng.choice((2, 5, 9))
+        slow.unit_price = round(min(x.unit_price for x in suppliers) * 0.85, 2)
         rng.shuffle(suppliers)
         out.append(
             Scenario(
