@@ -55,6 +55,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         "episodes: written in",
     ),
     "scrub_lines.py": (["--repeat", "1"], "holding a bearer token"),
+    "mcp_isolation.py": (["--episodes", "2"], "session (HTTP)"),
     "wordle_env.py": (["--games", "3", "--tables", "1"], "full 6-guess game with shaping"),
     "real_model.py": (
         [
