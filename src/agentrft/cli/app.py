@@ -22,6 +22,7 @@ import typer
 
 from agentrft.cli import config as config_cmd
 from agentrft.cli import dataset as dataset_cmd
+from agentrft.cli import mcp as mcp_cmd
 from agentrft.cli import reward as reward_cmd
 from agentrft.cli.backend_flags import with_backend_flags
 from agentrft.cli.errors import debug_from_env, error_console, handle_errors, state
@@ -38,6 +39,7 @@ GROUPS = {
     "dataset": 'Make, check and show dataset files (rows of {"prompt": ...}).',
     "reward": "Check a task's reward.",
     "config": "Show the resolved configuration.",
+    "mcp": "Serve a task's episode as an MCP server (needs the mcp extra).",
 }
 
 
@@ -98,6 +100,7 @@ def create_app(*, plugins: bool = True) -> typer.Typer:
     dataset_cmd.register(get_group(app, "dataset"))
     reward_cmd.register(get_group(app, "reward"))
     config_cmd.register(get_group(app, "config"))
+    mcp_cmd.register(get_group(app, "mcp"))
 
     if plugins:
         register_new_task(app)

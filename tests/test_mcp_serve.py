@@ -1,0 +1,136 @@
+"""`agentrft mcp serve`: a task's episode played by an MCP client, over stdio and streamable
+HTTP, exactly as the agent loop would play it (the task's tools, limits and reward), with
+the row's hidden values shown only once the episode is over."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+mcp = pytest.importorskip("mcp")
+
+from agentrft.plugins import resolve_task  # noqa: E402
+
+AGENTRFT = str(Path(sys.executable).with_name("agentrft"))
+
+
+def hidden(task_name: str, row: int) -> list[str]:
+    task = resolve_task(task_name)
+    prompt = task.make_dataset("validation", None, 42)[row]["prompt"]
+    return task.hidden_values(task.parse(prompt))
+
+
+async def play(server: Any, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Connect, read what the player sees, make `calls`; returns what was seen."""
+    async with mcp.Client(server, mode="legacy") as client:
+        seen: dict[str, Any] = {"instructions": client.instructions or ""}
+        seen["tools"] = [t.model_dump(mode="json") for t in (await client.list_tools()).tools]
+        briefing = await client.read_resource("agentrft://episode/briefing")
+        seen["briefing"] = briefing.contents[0].text
+        before = await client.read_resource("agentrft://episode/reward")
+        seen["reward_before"] = before.contents[0].text
+        seen["replies"] = []
+        for name, args in calls:
+            result = await client.call_tool(name, args)
+            seen["replies"].append((result.content[0].text, result.is_error))
+        after = await client.read_resource("agentrft://episode/reward")
+        seen["reward_after"] = after.contents[0].text
+        return seen
+
+
+def test_ticket_triage_played_over_stdio_scores_and_hides_the_label_until_the_end() -> None:
+    server = mcp.StdioServerParameters(
+        command=AGENTRFT, args=["mcp", "serve", "--task", "ticket_triage", "--row", "3"]
+    )
+
+    async def run() -> dict[str, Any]:
+        async with mcp.Client(server, mode="legacy") as client:
+            text = client.instructions or ""
+            tid = next(w.strip(".?,") for w in text.split() if w.startswith("T-"))
+            read = await client.call_tool("read_ticket", {"ticket_id": tid})
+            ticket = read.content[0].text
+        from agentrft_ticket_triage.task import classify
+
+        team = classify(ticket.split("\n", 2)[-1])
+        return await play(
+            server,
+            [("read_ticket", {"ticket_id": tid}), ("route_ticket", {"ticket_id": tid, "queue": team}),
+             ("read_ticket", {"ticket_id": tid})],
+        )  # fmt: skip
+
+    seen = asyncio.run(run())
+    names = [t["name"] for t in seen["tools"]]
+    assert names == ["read_ticket", "route_ticket", "end_episode"]
+    assert "T-" in seen["instructions"] and seen["instructions"] == seen["briefing"]
+    assert "[system] You are the support triage agent" in seen["briefing"]
+    assert seen["reward_before"] == "The episode is not over yet."
+    route_reply, is_error = seen["replies"][1]
+    assert (
+        not is_error
+        and "The episode is over: reward +1.000, outcome right_team (solved)" in route_reply
+    )
+    assert seen["replies"][2][0].startswith("The episode is over")  # later calls: the result
+    assert seen["reward_after"].startswith("The episode is over: reward +1.000")
+    secrets = hidden("ticket_triage", 3)
+    before_end = [seen["instructions"], seen["briefing"], json.dumps(seen["tools"]),
+                  seen["replies"][0][0]]  # fmt: skip
+    for secret in secrets:
+        assert all(secret not in text for text in before_end)
+    assert any(secret in seen["reward_after"] for secret in secrets)  # shown once over
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_mcp_backed_task_served_over_http_ends_by_end_episode() -> None:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [AGENTRFT, "mcp", "serve", "--task", "inventory", "--row", "0", "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                time.sleep(0.1)
+        seen = asyncio.run(
+            play(
+                f"http://127.0.0.1:{port}/mcp",
+                [("find_item", {"query": "hinge"}), ("end_episode", {})],
+            )
+        )
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    names = {t["name"] for t in seen["tools"]}
+    assert {"find_item", "check_stock", "end_episode"} <= names
+    assert not names & {"load_scenario", "audit", "reset"}  # the task's hidden tools
+    assert "steel hinge" in seen["replies"][0][0]
+    assert "outcome nothing_done" in seen["replies"][1][0]
+    for secret in hidden("inventory", 0):
+        assert secret not in seen["briefing"] + json.dumps(seen["tools"]) + seen["replies"][0][0]
+
+
+def test_serve_refuses_a_row_out_of_range() -> None:
+    r = subprocess.run(
+        [AGENTRFT, "mcp", "serve", "--task", "ticket_triage", "--row", "100000"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 1
+    assert "--row 100000 is out of range" in r.stderr
