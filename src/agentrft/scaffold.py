@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -135,16 +135,16 @@ def validate_name(name: str, installed_tasks: Iterable[str] | None = None) -> Ta
     return names
 
 
-def template_root() -> Traversable:
+def template_root(template: str = TEMPLATE) -> Traversable:
     """The template directory: the installed package's `agentrft.templates` (a wheel, an
     sdist, a current editable install), else the top-level `templates/` of the source
     checkout `agentrft` is imported from (an editable install made before templates/ moved
     out of src/, whose path entry cannot map it)."""
     root: Traversable | None = None
     with contextlib.suppress(ModuleNotFoundError):
-        root = resources.files("agentrft.templates") / TEMPLATE
+        root = resources.files("agentrft.templates") / template
     if root is None or not root.is_dir():
-        checkout = Path(__file__).resolve().parents[2] / "templates" / TEMPLATE
+        checkout = Path(__file__).resolve().parents[2] / "templates" / template
         if checkout.is_dir() and (checkout.parents[1] / "pyproject.toml").is_file():
             return checkout
         raise ScaffoldError(
@@ -187,11 +187,14 @@ def _render_path(parts: tuple[str, ...], names: TaskNames) -> Path:
     return Path(*out)
 
 
-def render_files(names: TaskNames) -> dict[Path, str]:
-    """The rendered files of the plugin, relative path -> text (nothing is written)."""
-    values = names.values()
+def render_files(
+    names: TaskNames, template: str = TEMPLATE, extra: dict[str, str] | None = None
+) -> dict[Path, str]:
+    """The rendered files of the plugin, relative path -> text (nothing is written).
+    `extra` adds placeholders (the MCP template's server and tools)."""
+    values = {**names.values(), **(extra or {})}
     files: dict[Path, str] = {}
-    for parts, node in _walk(template_root()):
+    for parts, node in _walk(template_root(template)):
         source = "/".join(parts)
         files[_render_path(parts, names)] = _render_text(node.read_text("utf-8"), values, source)
     return files
@@ -202,8 +205,11 @@ def create_task(
     directory: str | os.PathLike[str] = ".",
     *,
     installed_tasks: Iterable[str] | None = None,
+    template: str = TEMPLATE,
+    extra: Callable[[TaskNames], dict[str, str]] | None = None,
 ) -> Path:
-    """Render a new task plugin into `directory/name`; return that path.
+    """Render a new task plugin into `directory/name` from `template` (with the
+    placeholders `extra(names)` adds); return that path.
 
     Refuses an invalid or taken name and an existing target; writes everything or nothing.
     """
@@ -217,7 +223,9 @@ def create_task(
         )
     if parent.exists() and not parent.is_dir():
         raise ScaffoldError(f"--dir {parent} is a file, not a directory")
-    files = render_files(names)  # render before touching the disk: a template bug writes nothing
+    values = extra(names) if extra is not None else None
+    # Render before touching the disk: a template bug writes nothing.
+    files = render_files(names, template, values)
     parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=parent))
     try:

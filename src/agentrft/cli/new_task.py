@@ -18,6 +18,23 @@ def new_task(
             "--dir", help="Where to create the plugin directory NAME/ (created if missing)."
         ),
     ] = Path("."),
+    from_mcp: Annotated[
+        str | None,
+        typer.Option(
+            "--from-mcp",
+            metavar="CMD_OR_URL",
+            help='Wire the tools of an MCP server: a command line ("python -m my_server") or '
+            "a streamable-HTTP URL. The server is started (or reached) to list its tools.",
+        ),
+    ] = None,
+    mcp_header: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mcp-header",
+            metavar="NAME: VALUE",
+            help="A header for --from-mcp URL, to list the tools (repeatable; never written).",
+        ),
+    ] = None,
 ) -> None:
     """Scaffold a new task plugin NAME: installable, tested, ready for `agentrft eval`.
 
@@ -27,7 +44,12 @@ def new_task(
     from agentrft.scaffold import ScaffoldError, TaskNames, create_task
 
     try:
-        target = create_task(name, directory)
+        if from_mcp is None:
+            if mcp_header:
+                raise ScaffoldError("--mcp-header goes with --from-mcp URL")
+            target = create_task(name, directory)
+        else:
+            target = _create_from_mcp(name, directory, from_mcp, mcp_header or [])
     except ScaffoldError as exc:
         raise CliError(str(exc)) from None
     names = TaskNames.of(name)
@@ -40,6 +62,32 @@ def new_task(
     typer.echo(f"  agentrft reward check --task {name}")
     typer.echo(f"  agentrft eval --task {name} --policy expert")
     typer.echo(f"  python -m pytest {shown}/tests")
+
+
+def _create_from_mcp(name: str, directory: Path, spec: str, header_lines: list[str]) -> Path:
+    """The MCP template, rendered around the tools the server lists (checked first: a
+    server that cannot list its tools writes nothing)."""
+    from agentrft.mcp.scaffold import list_tools, server_spec, template_values
+    from agentrft.scaffold import ScaffoldError, TaskNames, create_task, validate_name
+
+    headers: dict[str, str] = {}
+    for line in header_lines:
+        key, sep, value = line.partition(":")
+        if not sep or not key.strip():
+            raise ScaffoldError(f"--mcp-header {key.strip()!r}...: write it as 'NAME: VALUE'")
+        headers[key.strip()] = value.strip()
+    if headers and not spec.startswith(("http://", "https://")):
+        raise ScaffoldError("--mcp-header goes with --from-mcp URL (an http(s) server)")
+    validate_name(name)  # before starting a server for nothing
+    server = server_spec(spec, name, headers)
+    tools = list_tools(server)
+
+    def values(names: TaskNames) -> dict[str, str]:
+        return template_values(names, server, tools)
+
+    target = create_task(name, directory, template="new_task_mcp", extra=values)
+    typer.echo(f"the server lists {len(tools)} tools: {', '.join(t.name for t in tools)}")
+    return target
 
 
 def _relative(path: Path) -> Path:
