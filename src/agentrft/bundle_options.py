@@ -43,11 +43,31 @@ class BundleOptions:
     #: risk, taken only for a dependency that has no manylinux2014 wheel. It applies to
     #: every dependency of the bundle (pip resolves them together).
     platforms: tuple[str, ...] = ()
+    #: The MCP servers the plugin's tasks use (`agentrft.mcp.StdioServer` / `HTTPServer`),
+    #: so the backend can check and list them (`deploy --dry-run`): a stdio server is
+    #: carried in the bundle and must be a Python module run by the runtime's interpreter
+    #: (`command=sys.executable, args=("-m", "my_plugin.server")`) from a bundled package;
+    #: an HTTP server is not carried, and the runtime must reach it.
+    mcp_servers: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "no_deps", _no_deps(self.no_deps))
         object.__setattr__(self, "requirements", _strings("requirements", self.requirements))
         object.__setattr__(self, "platforms", _strings("platforms", self.platforms))
+        object.__setattr__(self, "mcp_servers", _servers(self.mcp_servers))
+
+
+def _servers(value: Any) -> tuple[Any, ...]:
+    from agentrft.mcp.servers import HTTPServer, StdioServer
+
+    items = tuple(value) if isinstance(value, Iterable) else (value,)
+    bad = [x for x in items if not isinstance(x, (StdioServer, HTTPServer))]
+    if bad:
+        raise TypeError(
+            f"BundleOptions.mcp_servers holds agentrft.mcp.StdioServer / HTTPServer objects, "
+            f"got {bad[0]!r:.80}"
+        )
+    return items
 
 
 def _strings(what: str, value: Any) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 import tempfile
 from typing import IO, Any
@@ -122,7 +123,7 @@ class MCPConnection:
                 "w+", encoding="utf-8", errors="replace"
             )
             params = mcp.StdioServerParameters(
-                command=spec.command, args=list(spec.args), env=spec.env, cwd=spec.cwd
+                command=spec.command, args=list(spec.args), env=_server_env(spec), cwd=spec.cwd
             )
             return stdio_client(params, errlog=self._stderr)
         import httpx2
@@ -216,6 +217,18 @@ async def _list_tools(client: Any) -> list[Any]:
         if not cursor:
             break
     return tools
+
+
+def _server_env(spec: StdioServer) -> dict[str, str] | None:
+    """The server's environment: `spec.env`, else the SDK's safe default set; a server run
+    by this interpreter also gets this process's import path, so a server module that ships
+    with a plugin imports where the plugin does (a runtime bundle's folders, a venv)."""
+    if spec.env is not None or spec.command != sys.executable:
+        return spec.env
+    from mcp.client.stdio import get_default_environment
+
+    path = os.pathsep.join(p for p in sys.path if p)
+    return {**get_default_environment(), "PYTHONPATH": path}
 
 
 def _secrets(spec: MCPServerSpec) -> list[str]:

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import Requirement
+
 from agentrft.backends.sagemaker.jobs.bundle_merge import (
     BASE_GLIBC_MINOR,
     HOOK,
@@ -196,9 +198,61 @@ class BundlePlan:
                     )
                 command = " ".join(_quote(a) for a in second)
                 steps.append(f"install them for {where} with --no-deps:\n       {command}")
+        steps.extend(self.mcp_server_lines())
         steps.append(f"write {ENTRY_FILE} (starts agentrft.backends.sagemaker.runtime.main)")
         steps.append(f"zip {self.stage} -> {self.zip_path}")
         return steps
+
+    def mcp_server_lines(self) -> list[str]:
+        """The MCP servers the plugins declare, and how the runtime reaches each."""
+        lines = []
+        for d in self.declared:
+            for server in d.options.mcp_servers:
+                if getattr(server, "transport", "") == "http":
+                    lines.append(
+                        f"MCP server {server.name!r} (streamable HTTP, {server.url}), declared "
+                        f"by {d.source}: not carried; the runtime must reach it"
+                    )
+                else:
+                    module = server.args[1]
+                    lines.append(
+                        f"MCP server {server.name!r} (stdio: python -m {module}), declared by "
+                        f"{d.source}: carried in the bundle, started by the runtime's "
+                        f"interpreter ({server.isolation} isolation)"
+                    )
+        return lines
+
+
+def check_mcp_servers(local: Sequence[LocalDistribution], requirements: Sequence[str],
+                      options: Sequence[DeclaredOptions]) -> None:  # fmt: skip
+    """Refuse a declared stdio server the runtime could not start: AgentCore's code runtime
+    has Python only, so the server must be a module (`python -m pkg.server`) of a package
+    the bundle carries (a plugin's, or a requirement's)."""
+    tops = {p.name for d in local for p in d.packages}
+    required = {normalise(req_name(r)) for r in requirements}
+    by_package = md.packages_distributions()
+    for d in options:
+        for server in d.options.mcp_servers:
+            if getattr(server, "transport", "") == "http":
+                continue
+            python = (
+                Path(server.command).name.startswith("python") or server.command == sys.executable
+            )
+            if not python or len(server.args) < 2 or server.args[0] != "-m":
+                raise BundleError(
+                    f"{d.source}: MCP server {server.name!r} runs {server.command!r}; the "
+                    "AgentCore runtime runs Python only, so a carried server must be a Python "
+                    "module started as command=sys.executable, args=('-m', 'pkg.server'). "
+                    "Serve any other server over HTTP (agentrft.mcp.HTTPServer) instead"
+                )
+            top = server.args[1].split(".")[0]
+            owners = {normalise(x) for x in by_package.get(top, [])}
+            if top not in tops and not owners & required:
+                raise BundleError(
+                    f"{d.source}: MCP server {server.name!r} runs module {server.args[1]!r}, "
+                    f"whose package {top!r} the bundle does not carry; put the server in the "
+                    "plugin's package, or require the distribution that provides it"
+                )
 
 
 def plan_bundle(
@@ -214,16 +268,26 @@ def plan_bundle(
     """Plan a bundle for `task` (one name, or `a,b` for a runtime serving several),
     provided by the installed `distribution` (several: one per task's plugin), installed
     as the plugins' `options` declare (`collect_bundle_options`)."""
-    local = [local_distribution("agentrft", extras=AGENTRFT_EXTRAS)]
     names = [distribution] if isinstance(distribution, str) else list(distribution)
-    for name in dict.fromkeys(names):
-        if normalise(name) not in {normalise(d.name) for d in local}:
-            local.append(local_distribution(name))
+    plugins = [
+        local_distribution(name) for name in dict.fromkeys(names) if normalise(name) != "agentrft"
+    ]
+    # A plugin that requires agentrft[mcp] needs that extra's requirements on the runtime too.
+    asked = {
+        extra
+        for d in plugins
+        for r in d.requires
+        if normalise(req_name(r)) == "agentrft"
+        for extra in Requirement(r).extras
+    }
+    extras = tuple(dict.fromkeys([*AGENTRFT_EXTRAS, *sorted(asked)]))
+    local = [local_distribution("agentrft", extras=extras), *plugins]
     bundled = {normalise(d.name) for d in local}
     merged = merge_options(local, options)
     skipped = bundled | set(merged.no_deps)
     wanted = [r for d in local for r in d.requires if normalise(req_name(r)) not in skipped]
     requirements = one_per_name([*wanted, *merged.requirements])
+    check_mcp_servers(local, requirements, options)
     return BundlePlan(
         task=task,
         workdir=Path(workdir),
@@ -442,6 +506,8 @@ def _summary(options: BundleOptions) -> str:
         parts.append(f"also {', '.join(options.requirements)}")
     if options.platforms:
         parts.append(f"wheels up to {', '.join(options.platforms)}")
+    if options.mcp_servers:
+        parts.append(f"MCP servers {', '.join(s.name for s in options.mcp_servers)}")
     return "; ".join(parts) or "nothing"
 
 
