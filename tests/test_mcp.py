@@ -262,3 +262,30 @@ def test_streamable_http_server_with_headers() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_malformed_json_rpc_mid_episode_fails_at_most_that_call() -> None:
+    traj = play(server(call_timeout_s=3), ("garble", {}), ("count", {}))
+    got = replies(traj)
+    # The SDK drops the line it cannot parse; the call answers, or times out; either way
+    # the episode goes on, and the server still serves the next call.
+    assert got[0] == "answered after the garbage" or "did not answer within 3s" in got[0]
+    assert got[1].startswith("counter=1")
+    assert traj.stop_reason == "done" and traj.reward.total == 1.0
+    assert not server_pids()
+
+
+def test_a_50_mb_reply_ends_its_call_and_the_episode_goes_on() -> None:
+    """50 MB takes the SDK's stdio transport longer than the call's limit to carry (a minute
+    or more on 2 cores): the call times out, the episode ends with its reward, and the
+    server, still writing, is stopped with it. (A large reply that arrives in time is cut:
+    test_replies_refusals_images_and_oversized_results.)"""
+    t0 = time.perf_counter()
+    traj = play(server(call_timeout_s=5), ("big", {"chars": 50_000_000}))
+    assert time.perf_counter() - t0 < 60
+    got = replies(traj)
+    assert got[0] == "Error: big did not answer within 5s (MCP server 'faults')."
+    # The reward's own call to the server waits behind the 50 MB too: the lowest tier.
+    assert [f.kind for f in traj.failures] == ["mcp_timeout", "reward_error"]
+    assert traj.stop_reason == "done" and traj.reward.total == 0.0
+    assert not server_pids()

@@ -134,3 +134,41 @@ def test_serve_refuses_a_row_out_of_range() -> None:
     )  # fmt: skip
     assert r.returncode == 1
     assert "--row 100000 is out of range" in r.stderr
+
+
+@pytest.mark.parametrize("row", [4, 5])  # enough stock (reserve), short (order)
+def test_the_inventory_expert_plays_through_mcp_serve_and_is_right(row: int) -> None:
+    """The MCP-backed task served over stdio, played by a client that follows the expert's
+    rule from the replies it reads: the task's own reward says right_action."""
+    from agentrft_inventory.task import _request
+
+    from agentrft import Message
+
+    server = mcp.StdioServerParameters(
+        command=AGENTRFT, args=["mcp", "serve", "--task", "inventory", "--row", str(row)]
+    )
+
+    async def run() -> str:
+        async with mcp.Client(server, mode="legacy") as client:
+            text = client.instructions or ""
+            request = next(p for p in text.split("\n\n") if p.startswith("[user] "))[7:]
+            order, units, days, item = _request([Message(role="user", content=request)])
+
+            async def tool(name: str, **args: Any) -> Any:
+                result = await client.call_tool(name, args)
+                assert not result.is_error, result.content[0].text
+                return result.content[0].text
+
+            sku = json.loads(await tool("find_item", query=item))["items"][0]["sku"]
+            available = json.loads(await tool("check_stock", sku=sku))["available"]
+            if available >= units:
+                assert row % 2 == 0
+                return str(await tool("reserve_stock", sku=sku, units=units, order_id=order))
+            assert row % 2 == 1
+            offers = json.loads(await tool("list_suppliers", sku=sku))["suppliers"]
+            best = min((s for s in offers if s["lead_days"] <= days), key=lambda s: s["unit_price"])
+            return str(await tool("create_purchase_order", sku=sku, supplier=best["name"],
+                                  units=units - available))  # fmt: skip
+
+    last = asyncio.run(run())
+    assert "The episode is over: reward +1.000, outcome right_action (solved)" in last
