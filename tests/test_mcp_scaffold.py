@@ -48,7 +48,26 @@ def test_from_a_stdio_server_the_package_is_clean_and_its_tests_pass(tmp_path: P
     tests = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], target,
                 PYTHONPATH="src")  # fmt: skip
     assert tests.returncode == 0, tests.stdout + tests.stderr
-    assert "4 passed" in tests.stdout
+    assert "5 passed" in tests.stdout
+    assert "JUDGED = False" in task_py
+
+
+def test_judged_the_judge_decides_and_its_tests_need_no_network(tmp_path: Path) -> None:
+    made = new_task(tmp_path, "judged_desk", "--judged", "--from-mcp",
+                    f"{sys.executable} -m agentrft_inventory.server")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    target = tmp_path / "judged_desk"
+    assert "JUDGED = True" in (target / "src/agentrft_judged_desk/task.py").read_text()
+    judge_py = (target / "src/agentrft_judged_desk/judge.py").read_text()
+    assert "JUDGED_DESK_JUDGE_MODEL" in judge_py
+    for cmd in (["ruff", "check", "--no-cache", "."], ["mypy", "--no-incremental"]):
+        done = run([str(BIN / cmd[0]), *cmd[1:]], target, PYTHONPATH="src")
+        assert done.returncode == 0, (cmd, done.stdout + done.stderr)
+    # No key and an unroutable API: a test that reached the judge model would fail.
+    tests = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], target,
+                PYTHONPATH="src", OPENAI_API_KEY="", OPENAI_BASE_URL="http://127.0.0.1:9")  # fmt: skip
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+    assert "5 passed" in tests.stdout
 
 
 def _free_port() -> int:
@@ -96,7 +115,8 @@ def test_from_a_url_the_header_is_used_to_list_and_never_written(tmp_path: Path)
         (["--from-mcp", f"{sys.executable} -c 'import sys; sys.exit(2)'"],
          "could not list the server's tools: MCP server 'broken' failed to start"),
         (["--from-mcp", "no-such-command-xyz"], "could not list the server's tools"),
-        (["--mcp-header", "A: b"], "--mcp-header goes with --from-mcp URL"),
+        (["--mcp-header", "A: b"], "--mcp-header goes with --from-mcp"),
+        (["--judged"], "--judged goes with --from-mcp"),
         (["--from-mcp", "python -m x", "--mcp-header", "A: b"], "--mcp-header goes with"),
     ],
 )  # fmt: skip

@@ -27,6 +27,14 @@ def new_task(
             "a streamable-HTTP URL. The server is started (or reached) to list its tools.",
         ),
     ] = None,
+    judged: Annotated[
+        bool,
+        typer.Option(
+            "--judged",
+            help="With --from-mcp: a rubric judge (a chat model) decides whether an episode "
+            "succeeded, for workflows code cannot check.",
+        ),
+    ] = False,
     mcp_header: Annotated[
         list[str] | None,
         typer.Option(
@@ -45,11 +53,12 @@ def new_task(
 
     try:
         if from_mcp is None:
-            if mcp_header:
-                raise ScaffoldError("--mcp-header goes with --from-mcp URL")
+            if mcp_header or judged:
+                flag = "--mcp-header" if mcp_header else "--judged"
+                raise ScaffoldError(f"{flag} goes with --from-mcp")
             target = create_task(name, directory)
         else:
-            target = _create_from_mcp(name, directory, from_mcp, mcp_header or [])
+            target = _create_from_mcp(name, directory, from_mcp, mcp_header or [], judged)
     except ScaffoldError as exc:
         raise CliError(str(exc)) from None
     names = TaskNames.of(name)
@@ -64,7 +73,9 @@ def new_task(
     typer.echo(f"  python -m pytest {shown}/tests")
 
 
-def _create_from_mcp(name: str, directory: Path, spec: str, header_lines: list[str]) -> Path:
+def _create_from_mcp(
+    name: str, directory: Path, spec: str, header_lines: list[str], judged: bool
+) -> Path:
     """The MCP template, rendered around the tools the server lists (checked first: a
     server that cannot list its tools writes nothing)."""
     from agentrft.mcp.scaffold import list_tools, server_spec, template_values
@@ -83,7 +94,7 @@ def _create_from_mcp(name: str, directory: Path, spec: str, header_lines: list[s
     tools = list_tools(server)
 
     def values(names: TaskNames) -> dict[str, str]:
-        return template_values(names, server, tools)
+        return template_values(names, server, tools, judged=judged)
 
     target = create_task(name, directory, template="new_task_mcp", extra=values)
     typer.echo(f"the server lists {len(tools)} tools: {', '.join(t.name for t in tools)}")

@@ -66,8 +66,11 @@ def list_tools(server: MCPServerSpec) -> list[Any]:
     return tools
 
 
-def template_values(names: TaskNames, server: MCPServerSpec, tools: list[Any]) -> dict[str, str]:
-    """The MCP template's placeholders for `server` and its listed `tools`."""
+def template_values(
+    names: TaskNames, server: MCPServerSpec, tools: list[Any], *, judged: bool = False
+) -> dict[str, str]:
+    """The MCP template's placeholders for `server` and its listed `tools`; `judged`: a
+    rubric judge decides success (judge.py)."""
     first = next((t for t in tools if not (t.input_schema or {}).get("required")), tools[0])
     args = {
         k: _PLACEHOLDERS.get((v or {}).get("type", "string"), "TODO")
@@ -77,6 +80,8 @@ def template_values(names: TaskNames, server: MCPServerSpec, tools: list[Any]) -
     http = isinstance(server, HTTPServer)
     stdlib = ["json", "os"] if http else ["json", "sys"] if _uses_sys(server) else ["json"]
     return {
+        "judged": repr(judged),
+        "name_upper": names.name.upper(),
         "server_imports": "".join(f"import {m}\n" for m in stdlib),
         "server_class": "HTTPServer" if http else "StdioServer",
         "mcp_import": "from agentrft.mcp import HTTPServer, MCPEnvironment"
