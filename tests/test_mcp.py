@@ -289,3 +289,15 @@ def test_a_50_mb_reply_ends_its_call_and_the_episode_goes_on() -> None:
     assert [f.kind for f in traj.failures] == ["mcp_timeout", "reward_error"]
     assert traj.stop_reason == "done" and traj.reward.total == 0.0
     assert not server_pids()
+
+
+def test_pooled_servers_stop_with_the_run_s_event_loop_without_close_pools() -> None:
+    task = McpTask(server(isolation="pool", reset_tool="reset"))
+
+    async def run() -> int:
+        await run_episode(task, "a", script(("count", {})))
+        return len(server_pids())  # the idle pooled server
+
+    assert asyncio.run(run()) == 1
+    time.sleep(0.5)
+    assert not server_pids()  # asyncio.run cancelled its owner task, which stopped it

@@ -17,7 +17,7 @@ import importlib.util
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, cast
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -251,3 +251,22 @@ class Backend(ABC):
         self, task: Task[Any, Any], config: Config, options: EvalOptions | None = None
     ) -> EvalResult:
         """Evaluate a model on `task` (options: `self.eval_options`)."""
+
+
+#: A backend's typed view of the config (`LocalRunConfig`, `SageMakerRunConfig`).
+ViewT = TypeVar("ViewT", bound="Config")
+
+
+def section_view(config: Config, name: str, section: type[BaseModel], view: type[ViewT]) -> ViewT:
+    """`config` seen as `view`, a `Config` subclass that declares a backend's section
+    `name: section`, after checking that `config` has that section (the same object:
+    nothing is copied or re-validated). A backend types its own section this way; a config
+    built without it (not through `agentrft.config_model`) is a `ConfigError`."""
+    from agentrft.config import ConfigError
+
+    if not isinstance(getattr(config, name, None), section):
+        raise ConfigError(
+            f"config: no `{name}` section; build the config with "
+            "agentrft.config_model.load_config (it adds every installed backend's section)"
+        )
+    return cast(ViewT, config)

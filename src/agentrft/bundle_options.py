@@ -58,10 +58,10 @@ class BundleOptions:
 
 
 def _servers(value: Any) -> tuple[Any, ...]:
-    from agentrft.mcp.servers import HTTPServer, StdioServer
-
+    # By shape, not class: agentrft.mcp sits above this module (the backend that plans a
+    # bundle checks the classes).
     items = tuple(value) if isinstance(value, Iterable) else (value,)
-    bad = [x for x in items if not isinstance(x, (StdioServer, HTTPServer))]
+    bad = [x for x in items if getattr(x, "transport", None) not in ("stdio", "http")]
     if bad:
         raise TypeError(
             f"BundleOptions.mcp_servers holds agentrft.mcp.StdioServer / HTTPServer objects, "

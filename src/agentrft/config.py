@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -65,7 +65,6 @@ __all__ = [
     "load_yaml",
     "parse_override",
     "read_config_file",
-    "section_view",
     "yaml_error_line",
 ]
 
@@ -291,8 +290,7 @@ class Config(Section):
 def episode_limits(task: Task[Any, Any], config: Config) -> EpisodeLimits:
     """The limits `task`'s episodes run under: the task's own `limits` with every key the
     config's `limits` section sets on top (one merge for the CLI and every backend)."""
-    update = {k: v for k, v in config.limits.model_dump().items() if v is not None}
-    return task.limits.model_copy(update=update)
+    return task.limits.overridden_by(config.limits)
 
 
 #: Top-level hyperparameters, in the managed service's vocabulary.
@@ -393,19 +391,3 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, dict):
         return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
     return json.dumps(v)
-
-
-ViewT = TypeVar("ViewT", bound=Config)
-
-
-def section_view(config: Config, name: str, section: type[BaseModel], view: type[ViewT]) -> ViewT:
-    """`config` seen as `view`, a `Config` subclass that declares a backend's section
-    `name: section`, after checking that `config` has that section (the same object:
-    nothing is copied or re-validated). A backend types its own section this way; a config
-    built without it (not through `agentrft.config_model`) is a `ConfigError`."""
-    if not isinstance(getattr(config, name, None), section):
-        raise ConfigError(
-            f"config: no `{name}` section; build the config with "
-            "agentrft.config_model.load_config (it adds every installed backend's section)"
-        )
-    return cast(ViewT, config)

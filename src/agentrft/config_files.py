@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import reprlib
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +166,21 @@ def _python_limit(exc: ValueError) -> str:
     if "integer string conversion" in str(exc):
         return "an integer is longer than Python reads (4300 digits)"
     return " ".join(str(exc).split())
+
+
+def config_data(
+    path: str | Path | None, values: Mapping[str, Any], overrides: Sequence[str]
+) -> dict[str, Any]:
+    """The config's data before validation: the file at `path` (if any), then `values`
+    (dotted keys; None skipped), then `overrides` (`a.b=v`)."""
+    data: dict[str, Any] = read_config_file(path) if path else {}
+    for key, value in values.items():
+        if value is not None:
+            set_path(data, key.split("."), value)
+    for item in overrides:
+        keys, value = parse_override(item)
+        set_path(data, keys, value)
+    return data
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from agentrft.config import Config, ConfigError, explain_validation
-from agentrft.config_files import parse_override, read_config_file, set_path
+from agentrft.config_files import config_data
 from agentrft.plugins import get_plugins
 
 __all__ = [
@@ -70,14 +70,14 @@ def load_config(
     sections: Mapping[str, type[BaseModel]] | None = None,
 ) -> Config:
     """Load `path` (optional), apply `values` (dotted keys) then `overrides` (`a.b=v`)."""
-    data: dict[str, Any] = read_config_file(path) if path else {}
-    for key, value in (values or {}).items():
-        if value is not None:
-            set_path(data, key.split("."), value)
-    for item in overrides or []:
-        p, v = parse_override(item)
-        set_path(data, p, v)
-    return validate_config(data, source=str(path) if path else "config", sections=sections)
+    model = config_model(sections)
+    data = config_data(path, values or {}, overrides or [])
+    # Validated here, as `validate_config` does: one pass from the file to the model.
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        source = str(path) if path else "config"
+        raise ConfigError(explain_validation(exc, source, model)) from None
 
 
 def validate_config(

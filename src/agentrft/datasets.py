@@ -403,3 +403,36 @@ def _write_parquet(rows: list[dict[str, Any]], tmp: Path, path: Path) -> None:
 def _short(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_prompts_parse(task: Task[Any], prompts: list[str], source: str, say: Any = None) -> None:
+    """Refuse rows of which none parses as an instance of `task` (a run on them would
+    train on the lowest reward alone); `say` a warning when only some fail. Called before a
+    model is loaded or a file written, for rows from a file (the task's own rows parse)."""
+    bad: list[int] = []
+    first = ""
+    for i, prompt in enumerate(prompts):
+        try:
+            task.parse(prompt)
+        except Exception as exc:  # TaskInputError, or a plugin's parse bug
+            if not bad:
+                first = (
+                    str(exc) if isinstance(exc, TaskInputError) else f"{type(exc).__name__}: {exc}"
+                )
+            bad.append(i + 1)
+    if not bad:
+        return
+    if len(bad) == len(prompts):
+        raise DatasetError(
+            f"{source}: none of its {len(prompts)} rows parses as a {task.name} instance "
+            f"(row 1: {first}); `agentrft dataset make --task {task.name}` writes rows in "
+            f"its format, `agentrft dataset check` checks a file"
+        )
+    if say is not None:
+        shown = ", ".join(map(str, bad[:10])) + (" …" if len(bad) > 10 else "")
+        say(
+            f"warning: {len(bad)} of {len(prompts)} rows of {source} do not parse as "
+            f"{task.name} instances and would score the lowest reward (rows {shown}); "
+            f"row {bad[0]}: {first}",
+            highlight=False,
+        )

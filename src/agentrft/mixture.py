@@ -22,7 +22,7 @@ import random
 import statistics
 import weakref
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +103,35 @@ class TaskMixture:
     def spec(self) -> str:
         """The `--task` form of this mixture (`wordle=0.5,expense_report=0.5`)."""
         return ",".join(f"{n}={s:g}" for n, s in self.weights)
+
+
+def build_task(
+    task: str | None,
+    tasks: Mapping[str, float] | None,
+    lookup: Callable[[str], Task[Any, Any]],
+    reward: str | None = None,
+    reward_lookup: Callable[[str, str], Any] | None = None,
+) -> tuple[Task[Any, Any], Any]:
+    """What a run plays, and what scores it: `task` (a name, or a `--task a=0.7,b=0.3`
+    spec) or the config's `tasks` mixture, each name looked up with `lookup` (the installed
+    plugins' `Plugins.task`; several names make a `MixtureTask`), and the reward `reward`
+    names (`reward_lookup(reward, task name)`; None: the task's own). A named reward
+    replaces one task's reward, so a multi-task run refuses one (`ValueError`)."""
+    mixture = TaskMixture.of(tasks) if tasks else parse_task_spec(task) if task else None
+    names: list[str] = list(mixture.names) if mixture is not None else [task] if task else []
+    if not names:
+        raise ValueError("name a task (`task`) or several (`tasks`)")
+    if reward and len(names) > 1:
+        assert mixture is not None
+        raise ValueError(
+            f"--reward {reward}: a named reward replaces one task's reward; a multi-task run "
+            f"({mixture.name}) plays each task with its own reward, so drop --reward"
+        )
+    if len(names) == 1:
+        reward_fn = reward_lookup(reward, names[0]) if reward and reward_lookup else None
+        return lookup(names[0]), reward_fn
+    assert mixture is not None
+    return MixtureTask({n: lookup(n) for n in names}, mixture), None
 
 
 def parse_task_spec(spec: str) -> TaskMixture | None:

@@ -31,7 +31,7 @@ import pluggy
 from agentrft import hookspecs
 from agentrft.backend import Backend
 from agentrft.hookspecs import PROJECT
-from agentrft.mixture import MixtureTask, TaskMixture, parse_task_spec
+from agentrft.mixture import MixtureTask, build_task
 from agentrft.reward import NamedReward
 from agentrft.task import Task
 
@@ -444,12 +444,25 @@ def resolve_task(
     """The task a run plays: `task` (a name, or a `--task a=0.7,b=0.3` spec) or the
     config's `tasks` mixture; every name is looked up in the installed plugins (an
     unknown one is a `PluginError` listing the installed tasks)."""
-    mixture = TaskMixture.of(tasks) if tasks else parse_task_spec(task) if task else None
+    return build_task(task, tasks, get_plugins().task)[0]
+
+
+def resolve_task_and_reward(
+    task: str | None, tasks: Mapping[str, float] | None, reward: str | None
+) -> tuple[Task[Any, Any], Any]:
+    """`resolve_task`, and the plugin reward `reward` names for it (None: the task's own;
+    a `ValueError` for a multi-task run, whose tasks each keep their own reward)."""
     plugins = get_plugins()
-    if mixture is None:
-        if not task:
-            raise ValueError("name a task (`task`) or several (`tasks`)")
-        return plugins.task(task)  # type: ignore[no-any-return]
-    if len(mixture.names) == 1:
-        return plugins.task(mixture.names[0])  # type: ignore[no-any-return]
-    return MixtureTask({n: plugins.task(n) for n in mixture.names}, mixture)
+    return build_task(task, tasks, plugins.task, reward, plugins.reward)
+
+
+def resolve_reward(name: str | None, task: Task[Any, Any]) -> Any:
+    """The plugin reward `name` for the resolved `task`, or None to keep the task's own."""
+    if not name:
+        return None
+    if isinstance(task, MixtureTask):
+        raise ValueError(
+            f"--reward {name}: a named reward replaces one task's reward; a multi-task run "
+            f"({task.name}) plays each task with its own reward, so drop --reward"
+        )
+    return get_plugins().reward(name, task.name)

@@ -35,6 +35,12 @@ class EpisodeLimits(BaseModel):
     max_tool_calls: int = 50
     timeout_s: float = 600.0
 
+    def overridden_by(self, overrides: BaseModel) -> EpisodeLimits:
+        """These limits with every field `overrides` (a config's `limits` section) sets
+        (not None) on top: the one merge of task and config limits."""
+        update = {k: v for k, v in overrides.model_dump().items() if v is not None}
+        return self.model_copy(update=update)
+
 
 class Task(ABC, Generic[InstanceT, EnvT]):
     """A multi-turn, tool-using task. Subclass it in a plugin and register it.

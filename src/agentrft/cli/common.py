@@ -13,7 +13,7 @@ from rich.console import Console
 
 from agentrft.cli.errors import CliError
 from agentrft.config import Config
-from agentrft.plugins import get_plugins
+from agentrft.plugins import PluginError, get_plugins
 from agentrft.task import Task
 
 T = TypeVar("T")
@@ -65,22 +65,22 @@ def load_task(name: str | None) -> Task[Any, Any]:
         raise CliError("pass --task NAME (see `agentrft tasks` for the installed tasks)")
     try:
         return resolve_task(name)
+    except PluginError:
+        raise
     except ValueError as exc:
         raise CliError(str(exc)) from None
 
 
 def load_reward(name: str | None, task: Task[Any, Any]) -> Any:
     """The plugin reward `name` for `task`, or None to keep the task's own."""
-    from agentrft.mixture import MixtureTask
+    from agentrft.plugins import resolve_reward
 
-    if not name:
-        return None
-    if isinstance(task, MixtureTask):
-        raise CliError(
-            f"--reward {name}: a named reward replaces one task's reward; a multi-task run "
-            f"({task.name}) plays each task with its own reward, so drop --reward"
-        )
-    return get_plugins().reward(name, task.name)
+    try:
+        return resolve_reward(name, task)
+    except PluginError:
+        raise
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def finite(value: Any) -> Any:
@@ -169,20 +169,27 @@ ExtraArgs = Annotated[list[str] | None, typer.Argument(hidden=True)]
 
 def resolve_config(
     config: Path | None, set_: list[str] | None, values: dict[str, Any]
-) -> tuple[Config, Task[Any, Any]]:
-    """The config (file < flags < --set) and the task it names."""
+) -> tuple[Config, Task[Any, Any], Any]:
+    """The config (file < flags < --set), the task it names, and the plugin reward it
+    names (None: the task's own): resolved in one pass, config then plugins."""
     from agentrft.config_model import load_config
-    from agentrft.plugins import resolve_task
+    from agentrft.plugins import resolve_task_and_reward
 
     cfg = load_config(config, overrides=set_ or [], values=values)
-    if cfg.tasks:
-        return cfg, resolve_task(tasks=cfg.tasks)
-    if not cfg.task:
+    if not cfg.tasks and not cfg.task:
         raise CliError(
             "pass --task NAME or set `task` (or `tasks` for several) in the config "
             "(see `agentrft tasks`)"
         )
-    return cfg, load_task(cfg.task)
+    try:
+        the_task, reward_fn = resolve_task_and_reward(
+            None if cfg.tasks else cfg.task, cfg.tasks or None, cfg.reward
+        )
+        return cfg, the_task, reward_fn
+    except PluginError:
+        raise
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def load_backend(name: str) -> Any:
@@ -190,21 +197,3 @@ def load_backend(name: str) -> Any:
     backend = get_plugins().backend(name)  # unknown: PluginError naming the extra
     backend.check_available()  # missing dependency: BackendUnavailable naming the extra
     return backend
-
-
-def print_summary(result: Any) -> None:
-    """A backend result's plain fields, `name: value` per line (a run dir, a job name); a
-    nested mapping (a dry run's sampler and trainer settings) indented under its name."""
-    for line in _summary_lines(result.summary(), ""):
-        echo(line)
-
-
-def _summary_lines(fields: dict[str, Any], indent: str) -> list[str]:
-    lines = []
-    for key, value in fields.items():
-        if isinstance(value, dict) and value:
-            lines.append(f"{indent}{key}:")
-            lines.extend(_summary_lines(value, indent + "  "))
-        else:
-            lines.append(f"{indent}{key}: {value}")
-    return lines

@@ -30,14 +30,13 @@ from agentrft.cli.common import (
     console,
     finite,
     load_backend,
-    load_reward,
     notify_episode,
-    print_summary,
     resolve_cli_policy,
     resolve_config,
     run_async,
 )
 from agentrft.cli.errors import CliError
+from agentrft.cli.summary import print_summary
 from agentrft.config import Config, episode_limits
 from agentrft.datasets import task_prompts
 
@@ -159,10 +158,10 @@ def eval_(
         if dry_run or output_dir is not None:
             what = "--dry-run" if dry_run else "--output-dir"
             raise CliError(f"{what} goes with --backend, not --policy")
-        cfg, the_task = resolve_config(config, set_, values)
+        cfg, the_task, reward_fn = resolve_config(config, set_, values)
         assert policy is not None
         _eval_policy(
-            cfg, the_task, load_reward(cfg.reward, the_task), policy=policy, data=data,
+            cfg, the_task, reward_fn, policy=policy, data=data,
             success_threshold=success_threshold, report=report, trajectories=trajectories,
             report_html=report_html, base_url=base_url, model=model, api_key_env=api_key_env, header=header,
         )  # fmt: skip
@@ -181,10 +180,10 @@ def eval_(
         "eval", {**own, "model": model, "dry_run": dry_run}, list(extra_args or [])
     )
     values["validation_dataset"] = str(data) if data is not None else None
-    cfg, the_task = resolve_config(config, set_, {**values, **keys})
+    cfg, the_task, reward_fn = resolve_config(config, set_, {**values, **keys})
     # `impl.evaluate` checks the config first (Backend.check_config).
     options = impl.eval_options(
-        reward_fn=load_reward(cfg.reward, the_task),
+        reward_fn=reward_fn,
         dry_run=dry_run,
         console=console(),
         output_dir=str(output_dir) if output_dir is not None else None,

@@ -23,7 +23,6 @@ from agentrft.cli.common import (
     console,
     finite,
     load_backend,
-    load_reward,
     notify_episode,
     resolve_cli_policy,
     resolve_config,
@@ -98,8 +97,7 @@ def play(
     if impl is not None:
         keys, _ = impl.cli_values("play", {**own, "model": model, "dry_run": False}, [])
     values = {"task": task, "reward": reward, "limits.max_turns": max_turns, **keys}
-    cfg, the_task = resolve_config(config, set_, values)
-    reward_fn = load_reward(cfg.reward, the_task)
+    cfg, the_task, reward_fn = resolve_config(config, set_, values)
     # The whole split (n=None): --row indexes it, or the rows of --data.
     prompts = task_prompts(the_task, data=data, split=split, n=None, seed=seed)
     if row >= len(prompts):

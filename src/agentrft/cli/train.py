@@ -23,10 +23,9 @@ from agentrft.cli.common import (
     TaskOpt,
     console,
     load_backend,
-    load_reward,
-    print_summary,
     resolve_config,
 )
+from agentrft.cli.summary import print_summary
 
 BackendOpt = Annotated[
     str, typer.Option("--backend", "-b", help="Where to train (see `agentrft tasks`).")
@@ -76,9 +75,7 @@ def train(
         "train_dataset": str(data) if data is not None else None,
         **keys,
     }
-    cfg, the_task = resolve_config(config, set_, values)
+    cfg, the_task, reward_fn = resolve_config(config, set_, values)
     # `impl.train` checks the config first (Backend.check_config): once, here too.
-    options = impl.train_options(
-        reward_fn=load_reward(cfg.reward, the_task), dry_run=dry_run, console=console(), **fields
-    )
+    options = impl.train_options(reward_fn=reward_fn, dry_run=dry_run, console=console(), **fields)
     print_summary(impl.train(the_task, cfg, options))

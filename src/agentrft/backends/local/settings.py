@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agentrft.backend import CliOption, EvalOptions, TrainOptions
-from agentrft.config import Config, Section, section_view
+from agentrft.backend import CliOption, EvalOptions, TrainOptions, section_view
+from agentrft.config import Config, Section
 
 
 class LocalConfig(Section):
@@ -300,5 +300,5 @@ class LocalRunConfig(Config):
 
 
 def as_local(config: Config) -> LocalRunConfig:
-    """`config` with its `local` section typed (`agentrft.config.section_view`)."""
+    """`config` with its `local` section typed (`agentrft.backend.section_view`)."""
     return section_view(config, "local", LocalConfig, LocalRunConfig)

@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from agentrft.backend import EvalOptions, TrainOptions
-from agentrft.config import Config, Section, section_view
+from agentrft.backend import EvalOptions, TrainOptions, section_view
+from agentrft.config import Config, Section
 
 #: The service hyperparameters in this section (sent under the same names).
 SECTION_HYPERPARAMETERS = ("rollout_max_concurrency", "rollout_timeout", "rollout_max_retries")
@@ -199,5 +199,5 @@ class SageMakerRunConfig(Config):
 
 
 def as_sagemaker(config: Config) -> SageMakerRunConfig:
-    """`config` with its `sagemaker` section typed (`agentrft.config.section_view`)."""
+    """`config` with its `sagemaker` section typed (`agentrft.backend.section_view`)."""
     return section_view(config, "sagemaker", SageMakerConfig, SageMakerRunConfig)

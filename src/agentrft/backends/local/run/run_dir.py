@@ -39,10 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from agentrft.backend import BackendError
-from agentrft.backends.local.settings import LocalRunConfig
+from agentrft.backends.local.settings import LocalRunConfig, as_local
 from agentrft.config import Config, dump_config
-from agentrft.config_model import load_config
-from agentrft.redact import scrub
+from agentrft.config_model import load_config, validate_config
+from agentrft.redact import restore_redacted, scrub
 from agentrft.trajectory import Trajectory
 
 log = logging.getLogger(__name__)
@@ -99,6 +99,25 @@ class RunDir:
 
     def config(self) -> Config:
         return load_config(self.path / "config.yaml")
+
+    def resumed_config(self, given: LocalRunConfig) -> LocalRunConfig:
+        """The config this run continues with when resumed: the one it saved, with the
+        secrets its config.yaml was written without (URL passwords, keys) taken from
+        `given`, and `given`'s `max_steps` when it sets another (to train a finished run
+        further)."""
+        data, missing = restore_redacted(
+            self.config().model_dump(mode="json"), given.model_dump(mode="json")
+        )
+        if missing:
+            raise BackendError(
+                f"{self.path / 'config.yaml'} was written without the secrets in "
+                f"{', '.join(missing)}; pass the same values again to resume (the same --config "
+                f"file, or --set {missing[0]}=...)"
+            )
+        config = as_local(validate_config(data))
+        if "max_steps" in given.model_fields_set and given.max_steps != config.max_steps:
+            config = config.model_copy(update={"max_steps": given.max_steps})
+        return config
 
     # -- small JSON files -----------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentrft.backends.local.run.engine import uses_tiny_model
+from agentrft.backends.local.run.evals import eval_level
 from agentrft.backends.local.settings import LocalRunConfig
 from agentrft.task import Task
 
@@ -79,3 +80,27 @@ def _say_lowered_limits(
                 f"{theirs}; --set limits.{key}={theirs} keeps it)",
                 highlight=False,
             )
+
+
+def check_task_fits(task: Task[Any], config: LocalRunConfig, *, has_expert: bool) -> None:
+    """Refuse settings the task cannot serve: an SFT warm-up without the games it needs (a
+    scripted expert, or a withheld copy for `local.sft_source=withheld`), a curriculum level
+    past the task's last."""
+    if config.local.sft_warmup_steps > 0 and not has_expert:
+        if config.local.sft_source == "withheld":
+            raise ValueError(
+                f"local.sft_source=withheld but task {task.name!r} offers no withheld copy "
+                "with an expert (Task.withheld() returned None); set local.sft_source=expert "
+                "or local.sft_warmup_steps=0"
+            )
+        raise ValueError(
+            f"local.sft_warmup_steps={config.local.sft_warmup_steps} but task {task.name!r} has "
+            "no scripted expert (Task.expert() returned None); set local.sft_warmup_steps=0"
+        )
+    levels = (config.local.curriculum_start, config.local.curriculum_end, eval_level(config))
+    if max(levels) > task.curriculum_levels:
+        raise ValueError(
+            f"task {task.name!r} offers curriculum levels 0..{task.curriculum_levels}; "
+            f"local.curriculum_start/curriculum_end/eval.curriculum_level ask for "
+            f"{max(levels)}"
+        )

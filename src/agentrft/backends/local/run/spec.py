@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from agentrft.backend import BackendError
 from agentrft.backends.local.algo.trainer_settings import TrainerSettings
 from agentrft.backends.local.algo.warmup import warmup_task
 from agentrft.backends.local.models.gguf_model import check_model_spec
@@ -28,29 +27,17 @@ from agentrft.backends.local.run.engine import (
     apply_cpu_preset,
     uses_tiny_model,
 )
-from agentrft.backends.local.run.evals import EvalSettings, eval_level
+from agentrft.backends.local.run.evals import EvalSettings
 from agentrft.backends.local.run.loop_settings import LoopSettings
-from agentrft.backends.local.run.rows import check_rows_parse, train_prompts, validation_prompts
+from agentrft.backends.local.run.rows import run_rows
 from agentrft.backends.local.run.run_dir import RunDir, TrackingSettings
-from agentrft.backends.local.run.run_plan import say_plan
+from agentrft.backends.local.run.run_plan import check_task_fits, say_plan
 from agentrft.backends.local.run.sft import WarmupSettings
-from agentrft.backends.local.settings import LocalRunConfig, as_local
-from agentrft.config import episode_limits
-from agentrft.config_model import validate_config
+from agentrft.backends.local.settings import LocalRunConfig
 from agentrft.policy import Sampling
-from agentrft.redact import restore_redacted
-from agentrft.task import EpisodeLimits, Task, TaskInputError
+from agentrft.task import EpisodeLimits, Task
 
-__all__ = [
-    "RunSpec",
-    "check_task_fits",
-    "effective_config",
-    "eval_config",
-    "printer",
-    "resolve_run",
-    "resumed_config",
-    "train_sampling",
-]
+__all__ = ["RunSpec", "effective_config", "eval_config", "printer", "resolve_run"]
 
 
 @dataclass(frozen=True)
@@ -135,7 +122,7 @@ def resolve_run(
     tiny = uses_tiny_model(config)
     if resume:
         run = RunDir.open(resume)
-        config = resumed_config(run, config)
+        config = run.resumed_config(config)
         checkpoint = run.latest_checkpoint()
         if checkpoint is None:
             raise FileNotFoundError(f"{run.path} has no checkpoint to resume from")
@@ -144,16 +131,8 @@ def resolve_run(
         config = apply_cpu_preset(config, has_expert=has_expert)
         say_plan(task, given, config, printer(console))
     check_task_fits(task, config, has_expert=has_expert)
-    limits = episode_limits(task, config)
-    train_rows = train_prompts(task, config)
-    if config.train_dataset:
-        check_rows_parse(task, train_rows, config.train_dataset, printer(console))
-    try:
-        val_prompts = validation_prompts(task, config)
-    except TaskInputError as exc:  # training can go on without held-out rows
-        say = printer(console)
-        say(f"no validation rows, so no before/after evaluation: {exc}", highlight=False)
-        val_prompts = []
+    limits = task.limits.overridden_by(config.limits)  # as agentrft.config.episode_limits
+    train_rows, val_prompts = run_rows(task, config, printer(console))
     device = resolve_device(config.local.device)  # once: the sampler and trainer share it
     return RunSpec(
         config,
@@ -163,7 +142,11 @@ def resolve_run(
         sampler=SamplerSettings.of(config, device=device),
         trainer=TrainerSettings.of(config, device=device),
         loop=LoopSettings.of(config),
-        sampling=train_sampling(config),
+        sampling=Sampling(
+            temperature=config.temperature,
+            top_p=config.sampling_top_p,
+            max_tokens=config.sampling_max_tokens,
+        ),
         evals=EvalSettings.of(task, config),
         warmup=WarmupSettings.of(config),
         tracking=TrackingSettings.of(config),
@@ -171,15 +154,6 @@ def resolve_run(
         cpu_preset=tiny,
         run=run,
         checkpoint=checkpoint,
-    )
-
-
-def train_sampling(config: LocalRunConfig) -> Sampling:
-    """How a run's training rollouts sample: its temperature, top_p and max_tokens."""
-    return Sampling(
-        temperature=config.temperature,
-        top_p=config.sampling_top_p,
-        max_tokens=config.sampling_max_tokens,
     )
 
 
@@ -194,45 +168,3 @@ def effective_config(task: Task[Any], config: LocalRunConfig) -> LocalRunConfig:
     return apply_cpu_preset(
         config, has_expert=warmup_task(task, config.local.sft_source) is not None
     )
-
-
-def resumed_config(run: RunDir, given: LocalRunConfig) -> LocalRunConfig:
-    """The config a resumed run continues with: the one it saved, with the secrets its
-    config.yaml was written without (URL passwords, keys) taken from `given`, and `given`'s
-    `max_steps` when it sets another (to train a finished run further)."""
-    saved = run.config()
-    data, missing = restore_redacted(saved.model_dump(mode="json"), given.model_dump(mode="json"))
-    if missing:
-        raise BackendError(
-            f"{run.path / 'config.yaml'} was written without the secrets in "
-            f"{', '.join(missing)}; pass the same values again to resume (the same --config "
-            f"file, or --set {missing[0]}=...)"
-        )
-    config = as_local(validate_config(data))
-    if "max_steps" in given.model_fields_set and given.max_steps != config.max_steps:
-        config = config.model_copy(update={"max_steps": given.max_steps})
-    return config
-
-
-def check_task_fits(task: Task[Any], config: LocalRunConfig, *, has_expert: bool) -> None:
-    """Refuse settings the task cannot serve: an SFT warm-up without the games it needs (a
-    scripted expert, or a withheld copy for `local.sft_source=withheld`), a curriculum level
-    past the task's last."""
-    if config.local.sft_warmup_steps > 0 and not has_expert:
-        if config.local.sft_source == "withheld":
-            raise ValueError(
-                f"local.sft_source=withheld but task {task.name!r} offers no withheld copy "
-                "with an expert (Task.withheld() returned None); set local.sft_source=expert "
-                "or local.sft_warmup_steps=0"
-            )
-        raise ValueError(
-            f"local.sft_warmup_steps={config.local.sft_warmup_steps} but task {task.name!r} has "
-            "no scripted expert (Task.expert() returned None); set local.sft_warmup_steps=0"
-        )
-    levels = (config.local.curriculum_start, config.local.curriculum_end, eval_level(config))
-    if max(levels) > task.curriculum_levels:
-        raise ValueError(
-            f"task {task.name!r} offers curriculum levels 0..{task.curriculum_levels}; "
-            f"local.curriculum_start/curriculum_end/eval.curriculum_level ask for "
-            f"{max(levels)}"
-        )
