@@ -77,14 +77,12 @@ class MCPConnection:
         try:
             await asyncio.wait_for(asyncio.shield(conn._ready), spec.start_timeout_s)
         except asyncio.TimeoutError:
+            tail = conn._stderr_tail()  # before close() drops the server's stderr
             await conn.close()
             raise MCPServerFailed(
                 f"MCP server {spec.name!r} did not start and list its tools within "
-                f"{spec.start_timeout_s:g}s{conn._stderr_tail()}"
+                f"{spec.start_timeout_s:g}s{tail}"
             ) from None
-        except MCPServerFailed:
-            await conn.close()
-            raise
         except BaseException:
             await conn.close()
             raise
@@ -93,7 +91,9 @@ class MCPConnection:
     async def _own(self) -> None:
         mcp = require_mcp()
         try:
-            async with mcp.Client(self._transport(mcp), mode="legacy") as client:
+            async with contextlib.AsyncExitStack() as stack:
+                transport = await self._transport(mcp, stack)
+                client = await stack.enter_async_context(mcp.Client(transport, mode="legacy"))
                 self.tools = await _list_tools(client)
                 self._client = client
                 self._ready.set_result(None)
@@ -113,7 +113,8 @@ class MCPConnection:
         finally:
             self._client = None
 
-    def _transport(self, mcp: Any) -> Any:
+    async def _transport(self, mcp: Any, stack: contextlib.AsyncExitStack) -> Any:
+        """The SDK transport for the spec; what it needs closed is pushed on `stack`."""
         spec = self.spec
         if isinstance(spec, StdioServer):
             from mcp.client.stdio import stdio_client
@@ -130,7 +131,9 @@ class MCPConnection:
         from mcp.client.streamable_http import streamable_http_client
 
         assert isinstance(spec, HTTPServer)
-        http = httpx2.AsyncClient(headers=spec.headers, timeout=spec.call_timeout_s)
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=spec.headers, timeout=spec.call_timeout_s)
+        )
         return streamable_http_client(spec.url, http_client=http)
 
     @property
