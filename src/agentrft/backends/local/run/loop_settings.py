@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agentrft.backends.local.settings import LocalRunConfig
+from agentrft.policy import Sampling
 
-__all__ = ["LoopSettings", "curriculum_level", "learning_rate_at", "step_seed"]
+__all__ = ["LoopSettings", "curriculum_level", "learning_rate_at", "step_seed", "train_sampling"]
 
 
 @dataclass(frozen=True)
@@ -82,3 +83,12 @@ def learning_rate_at(settings: LoopSettings, step: int) -> float:
 
 def step_seed(seed: int, step: int) -> int:
     return (seed * 1_000_003 + step * 100_003) % (2**31)
+
+
+def train_sampling(config: LocalRunConfig) -> Sampling:
+    """How a run's training rollouts sample: its temperature, top_p and max_tokens."""
+    return Sampling(
+        temperature=config.temperature,
+        top_p=config.sampling_top_p,
+        max_tokens=config.sampling_max_tokens,
+    )

@@ -28,7 +28,7 @@ from agentrft.backends.local.run.engine import (
     uses_tiny_model,
 )
 from agentrft.backends.local.run.evals import EvalSettings
-from agentrft.backends.local.run.loop_settings import LoopSettings
+from agentrft.backends.local.run.loop_settings import LoopSettings, train_sampling
 from agentrft.backends.local.run.rows import run_rows
 from agentrft.backends.local.run.run_dir import RunDir, TrackingSettings
 from agentrft.backends.local.run.run_plan import check_task_fits, say_plan
@@ -37,7 +37,14 @@ from agentrft.backends.local.settings import LocalRunConfig
 from agentrft.policy import Sampling
 from agentrft.task import EpisodeLimits, Task
 
-__all__ = ["RunSpec", "effective_config", "eval_config", "printer", "resolve_run"]
+__all__ = [
+    "RunSpec",
+    "effective_config",
+    "eval_config",
+    "printer",
+    "resolve_run",
+    "train_sampling",  # its home is loop_settings; kept importable from here
+]
 
 
 @dataclass(frozen=True)
@@ -142,11 +149,7 @@ def resolve_run(
         sampler=SamplerSettings.of(config, device=device),
         trainer=TrainerSettings.of(config, device=device),
         loop=LoopSettings.of(config),
-        sampling=Sampling(
-            temperature=config.temperature,
-            top_p=config.sampling_top_p,
-            max_tokens=config.sampling_max_tokens,
-        ),
+        sampling=train_sampling(config),
         evals=EvalSettings.of(task, config),
         warmup=WarmupSettings.of(config),
         tracking=TrackingSettings.of(config),
