@@ -78,7 +78,7 @@ class MCPEnvironment(Environment):
 
     async def call_tool(self, call: ToolCall, *, threads: ToolThreads | None = None) -> ToolResult:
         result = await super().call_tool(call, threads=threads)
-        if isinstance(self.tools.get(call.name), MCPTool):
+        if isinstance(self._added().get(call.name), MCPTool):  # binds no class tool
             self.on_tool_result(call, result)
         return result
 
