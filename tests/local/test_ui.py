@@ -95,10 +95,17 @@ def test_ui_serves_the_runs_traces_on_loopback(tmp_path: Path) -> None:
         experiment = client.get_run(info["mlflow_run_id"]).info.experiment_id
         traces = client.search_traces(locations=[experiment])
         assert sorted(t.info.tags["agentrft.episode"] for t in traces) == sorted(episodes)
-        trace = client.get_trace(traces[0].info.trace_id)
+        # The search's order follows the traces' times, which vary with the machine's load;
+        # one row (banana) is refused before any turn, so pick a played one by its outcome.
+        won = next(t for t in traces if t.info.tags["agentrft.outcome"] == "won")
+        trace = client.get_trace(won.info.trace_id)
         names = [s.name for s in trace.data.spans]
         assert names[0] == "episode fruit_guess" and "policy turn 1" in names and "guess" in names
         assert [a.name for a in trace.info.assessments] == ["reward"]
+        refused = next(t for t in traces if t.info.tags["agentrft.failures"] == "bad_input")
+        assert [s.name for s in client.get_trace(refused.info.trace_id).data.spans] == [
+            "episode fruit_guess"
+        ]
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         try:
