@@ -85,6 +85,8 @@ def test_backends_import_each_other_not() -> None:
 
 #: The local backend's parts, highest first: each may import only those below it.
 LOCAL_LAYERS = ("run", "algo", "inference", "models")
+#: Leaf modules under them all, which any part may read: the `local` section, the hardware.
+LOCAL_LEAVES = ("settings", "devices")
 
 
 def test_local_backend_layers() -> None:
@@ -103,8 +105,13 @@ def test_local_backend_layers() -> None:
             continue
         for imported in sorted(graph.find_modules_directly_imported_by(module)):
             there = part(imported)
-            if imported.startswith(prefix) and there is None and imported != prefix + "settings":
+            leaf = imported.removeprefix(prefix) in LOCAL_LEAVES
+            if imported.startswith(prefix) and there is None and not leaf:
                 wrong.append(f"{module} -> {imported} (outside the layers)")
             elif there is not None and LOCAL_LAYERS.index(there) < LOCAL_LAYERS.index(here):
                 wrong.append(f"{module} -> {imported}")
     assert not wrong, "imports up the local backend's layers: " + ", ".join(wrong)
+    for leaf in LOCAL_LEAVES:  # a leaf stays one: it imports no other part of the backend
+        inside = [m for m in graph.find_modules_directly_imported_by(prefix + leaf)
+                  if m.startswith(prefix)]  # fmt: skip
+        assert not inside, f"{prefix + leaf} imports {inside}"

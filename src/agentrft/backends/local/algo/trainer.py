@@ -25,7 +25,7 @@ from agentrft.backends.local.algo.shared_prefix import (
     step_head_length,
 )
 from agentrft.backends.local.algo.trainer_settings import TrainerSettings
-from agentrft.backends.local.models.model_loading import load_model_and_tokenizer, resolve_device
+from agentrft.backends.local.models.model_loading import load_model_and_tokenizer
 
 if TYPE_CHECKING:
     pass
@@ -162,7 +162,7 @@ class LoRATrainer:
         temperature: float = 1.0,
         loss: LossSettings | None = None,
         max_completion_length: int = 1024,
-        device: str = "auto",
+        device: str = "cpu",
         dtype: str = "auto",
         adapter_path: str | None = None,
         seed: int = 0,
@@ -171,7 +171,7 @@ class LoRATrainer:
         from peft import LoraConfig, PeftModel, get_peft_model
 
         torch.manual_seed(seed)
-        self.device = resolve_device(device)
+        self.device = device
         base, self.tokenizer = load_model_and_tokenizer(model_path, device=self.device, dtype=dtype)
         # peft calls a transformers API deprecated in 5.x; the warning is noise to users.
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")

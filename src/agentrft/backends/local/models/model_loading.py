@@ -1,5 +1,6 @@
 """Loading a model and its tokenizer: the one place both the trainer and the transformers
-sampler read model files from (a directory, a hub id or a `.gguf` file; see gguf_model.py).
+sampler read model files from (a directory, a hub id or a `.gguf` file; see gguf_model.py),
+onto a device already resolved (`devices.py`).
 
 torch and transformers are imported inside the functions (they are optional extras).
 """
@@ -7,15 +8,6 @@ torch and transformers are imported inside the functions (they are optional extr
 from __future__ import annotations
 
 from typing import Any
-
-
-def resolve_device(device: str = "auto") -> str:
-    """`auto` -> `cuda` when torch sees a GPU, else `cpu`; anything else as given."""
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
 
 
 def resolve_dtype(dtype: str, device: str) -> Any:
@@ -32,16 +24,16 @@ def resolve_dtype(dtype: str, device: str) -> Any:
     }[dtype]
 
 
-def load_model_and_tokenizer(path: str, *, device: str = "auto", dtype: str = "auto"):
+def load_model_and_tokenizer(path: str, *, device: str = "cpu", dtype: str = "auto"):
     """Load a causal LM and its tokenizer from a directory, a model id or a `.gguf` file
-    (de-quantized by transformers; see gguf_model.py)."""
+    (de-quantized by transformers; see gguf_model.py) onto `device`, a resolved one
+    (`cpu`, `cuda`, `cuda:1`: see `devices.resolve_device` for `auto`)."""
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
     from agentrft.backends.local.models.gguf_model import from_pretrained_args
 
     hf_logging.disable_progress_bar()
-    device = resolve_device(device)
     path = loadable_path(path)
     tokenizer = load_tokenizer(path)
     source, extra = from_pretrained_args(path)

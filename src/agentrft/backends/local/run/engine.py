@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentrft.backends.local.devices import cpu_has_fast_bf16, cuda_available, resolve_device
 from agentrft.backends.local.inference.chat_tokens import ChatTokenizer
 from agentrft.backends.local.inference.sampler import TokenSampler
 from agentrft.backends.local.models import model_loading
@@ -90,26 +91,6 @@ REAL_CPU_PRESET_LOCAL: dict[str, Any] = {
 #: Greedy: the table then measures the policy's decision, not the sampling noise around it
 #: (at temperature 1 a 64-row eval adds each row's sampling luck to the standard error).
 REAL_CPU_PRESET_EVAL: dict[str, Any] = {"n": 64, "temperatures": [0.0], "concurrency": 64}
-
-
-def cpu_has_fast_bf16() -> bool:
-    """Whether this CPU multiplies bf16 matrices natively (AMX or AVX512-BF16): there bf16
-    runs a real model's matmuls ~7x faster than fp32 (measured on 2 Sapphire Rapids cores:
-    2.4 vs 0.35 TFLOP/s)."""
-    try:
-        import torch
-
-        return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
-    except (ImportError, AttributeError):
-        return False
-
-
-def cuda_available() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
 
 
 def uses_tiny_model(config: LocalRunConfig) -> bool:
@@ -247,7 +228,7 @@ class SamplerSettings:
     def of(cls, config: LocalRunConfig, *, device: str | None = None) -> SamplerSettings:
         """The sampler's part of a run's (resolved) config; `device` when the caller resolved
         it already (a run's spec, shared with the trainer), else resolved here."""
-        device = device or model_loading.resolve_device(config.local.device)
+        device = device or resolve_device(config.local.device)
         return cls(
             model=config.local.model,
             tiny_model=config.local.tiny_model,

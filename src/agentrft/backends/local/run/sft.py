@@ -146,7 +146,7 @@ async def warmup_adapter(
 
     from agentrft.backends.local.algo.trainer import make_trainer
     from agentrft.backends.local.algo.trainer_settings import TrainerSettings
-    from agentrft.backends.local.models.model_loading import resolve_device
+    from agentrft.backends.local.devices import resolve_device
     from agentrft.backends.local.run.engine import resolve_model_path, set_cpu_threads
     from agentrft.backends.local.run.rows import train_prompts
     from agentrft.config import episode_limits

@@ -20,8 +20,8 @@ from typing import Any
 
 from agentrft.backends.local.algo.trainer_settings import TrainerSettings
 from agentrft.backends.local.algo.warmup import warmup_task
+from agentrft.backends.local.devices import resolve_device
 from agentrft.backends.local.models.gguf_model import check_model_spec
-from agentrft.backends.local.models.model_loading import resolve_device
 from agentrft.backends.local.run.engine import (
     SamplerSettings,
     apply_cpu_preset,
