@@ -18,8 +18,8 @@ not share the client's core (bench/precise_server.py), and prints, per transport
       (reply written -> next request read, summed over its turns: the client's per-turn
       cost plus loopback), tail (last reply -> run over).
 
-Transports: `openai` (the openai SDK on httpx: the product's client), `openai-aiohttp`
-(the SDK on its aiohttp client), `aiohttp` (a lean aiohttp session) and `raw` (HTTP/1.1 on
+Transports: `default` (`OpenAIPolicy()` as shipped: aiohttp), `sdk` (its other transport,
+the openai SDK on httpx), `sdk-aiohttp` (the SDK on its aiohttp client) and `raw` (HTTP/1.1 on
 asyncio streams), all with `OpenAIPolicy`'s semantics. Two references: the agent loop
 alone with a `ScriptedPolicy` and no HTTP (the ceiling of (a)), and raw keep-alive sockets
 with no client library and no agent loop (the floor of (b) on this machine and server). Each figure is the best and the median of

@@ -1,13 +1,14 @@
-"""Other HTTP clients under `OpenAIPolicy`, for measuring the product's client against them.
+"""HTTP clients under `OpenAIPolicy`, for measuring the product's transports against others.
 
-The product talks to OpenAI-compatible servers through the openai SDK on httpx (the one
-transport `OpenAIPolicy` has). These subclasses swap only the HTTP client (`_make_client`,
+`OpenAIPolicy` ships two transports (`transport=`): `aiohttp`, the default, and `sdk`, the
+openai SDK on httpx. The other clients here swap only the HTTP client (`_make_client`,
 `_attempt`), so the request body, the retries, the deadline, auth and error kinds stay
 `OpenAIPolicy`'s and a figure compares clients, not semantics:
 
-- `openai-aiohttp`: the same SDK on its aiohttp HTTP client (httpcore's pool scans every
-  pooled connection on each request, which dominates the SDK path at 64+ connections);
-- `aiohttp`: a lean aiohttp session, no SDK;
+- `default`: `OpenAIPolicy()` as shipped (aiohttp);
+- `sdk`: `OpenAIPolicy(transport="sdk")` (httpcore's pool scans every pooled connection on
+  each request, which dominates at 64+ connections);
+- `sdk-aiohttp`: the same SDK on its aiohttp HTTP client (`openai[aiohttp]`);
 - `raw`: `HTTP11Pool` (bench/http11.py), HTTP/1.1 on asyncio streams.
 
 bench/rollouts.py prints turns per second for each (`policy_for(transport, ...)`).
@@ -26,11 +27,14 @@ from agentrft.policies.openai_client import OpenAIPolicy
 from agentrft.policies.retry import AttemptError, status_error
 from agentrft.policy import Completion, PolicyError
 
-TRANSPORTS = ("openai", "openai-aiohttp", "aiohttp", "raw")
+TRANSPORTS = ("default", "sdk", "sdk-aiohttp", "raw")
 
 
 class SdkAiohttpPolicy(OpenAIPolicy):
     """The openai SDK on its aiohttp HTTP client (`openai[aiohttp]`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, transport="sdk", **kwargs)
 
     def _sdk_http_client(self) -> Any:
         import openai
@@ -56,43 +60,6 @@ class SdkAiohttpPolicy(OpenAIPolicy):
             ):
                 return self._connection_error(seen)
         return self._timeout_error()
-
-
-class AiohttpPolicy(OpenAIPolicy):
-    """A lean aiohttp session, no SDK."""
-
-    def __init__(self, *args: Any, max_connections: int = 512, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.max_connections = max_connections
-
-    def _make_client(self) -> Any:
-        import aiohttp
-
-        connector = aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=60)
-        return aiohttp.ClientSession(
-            connector=connector,
-            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-            headers={"Content-Type": "application/json", **self._client_headers},
-        )
-
-    async def _attempt(self, body: dict[str, Any]) -> Completion:
-        import aiohttp
-
-        session = await self._client_for_loop()
-        bearer = await self._bearer()
-        headers = {"Authorization": f"Bearer {bearer}"} if bearer else None
-        try:
-            async with session.post(
-                self.base_url + "/chat/completions", data=json.dumps(body), headers=headers
-            ) as resp:
-                raw = await resp.read()
-                if resp.status >= 400:
-                    raise status_error(resp.status, resp.headers, raw, self._where)
-        except (asyncio.TimeoutError, TimeoutError):
-            raise self._timeout_error() from None
-        except aiohttp.ClientError as exc:
-            raise self._connection_error(exc) from None
-        return self._parse(raw)
 
 
 class RawPolicy(OpenAIPolicy):
@@ -122,12 +89,12 @@ class RawPolicy(OpenAIPolicy):
 
 def policy_for(transport: str, *args: Any, max_connections: int = 512, **kwargs: Any) -> Any:
     """`OpenAIPolicy(*args, **kwargs)` on `transport` (one of `TRANSPORTS`)."""
-    if transport == "openai":
+    if transport == "default":
         return OpenAIPolicy(*args, **kwargs)
-    if transport == "openai-aiohttp":
+    if transport == "sdk":
+        return OpenAIPolicy(*args, transport="sdk", **kwargs)
+    if transport == "sdk-aiohttp":
         return SdkAiohttpPolicy(*args, **kwargs)
-    if transport == "aiohttp":
-        return AiohttpPolicy(*args, max_connections=max_connections, **kwargs)
     if transport == "raw":
         return RawPolicy(*args, max_connections=max_connections, **kwargs)
     raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}; got {transport!r}")

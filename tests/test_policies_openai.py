@@ -17,7 +17,12 @@ from typing import Any
 import pytest
 
 from agentrft import Completion, Message, PolicyError, Sampling, call, run_episode
-from agentrft.policies.openai_client import CachedToken, OpenAIPolicy, completion_from_openai
+from agentrft.policies.openai_client import (
+    CachedToken,
+    OpenAIPolicy,
+    completion_from_openai,
+    env_proxy,
+)
 from agentrft.policies.retry import RetryPolicy, parse_retry_after
 from agentrft.testing import (
     FakeOpenAIServer,
@@ -35,6 +40,15 @@ TASK = FindNumberTask()
 ROW = json.dumps({"secret": 37, "low": 1, "high": 100})
 LOWEST = TASK.lowest_reward().total
 FAST = {"backoff_base_s": 0.001, "backoff_max_s": 0.01}
+
+
+@pytest.fixture(autouse=True, params=["aiohttp", "sdk"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on both of OpenAIPolicy's transports: each policy a test makes
+    (through `policy()` or directly) gets this one as its default."""
+    defaults = {**(OpenAIPolicy.__init__.__kwdefaults__ or {}), "transport": request.param}
+    monkeypatch.setattr(OpenAIPolicy.__init__, "__kwdefaults__", defaults)
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -362,6 +376,20 @@ def test_constructor_checks() -> None:
         OpenAIPolicy("m", "http://x/v1", api_key="k", token_provider=lambda: "t")
     with pytest.raises(ValueError, match="timeout_s"):
         OpenAIPolicy("m", "http://x/v1", timeout_s=0)
+    with pytest.raises(ValueError, match="transport must be 'aiohttp' or 'sdk'"):
+        OpenAIPolicy("m", "http://x/v1", transport="httpx")  # type: ignore[arg-type]
+
+
+async def test_the_transport_is_the_one_chosen(fake: FakeOpenAIServer, transport: str) -> None:
+    """The parametrized default reaches the client: an aiohttp session, or the SDK's."""
+    p = policy(fake)
+    await p.complete(TASK.initial_messages(TASK.parse(ROW)), [], Sampling())
+    client = p._client
+    await p.aclose()
+    assert p.transport == transport
+    assert type(client).__module__.split(".")[0] == (
+        "aiohttp" if transport == "aiohttp" else "openai"
+    )
 
 
 async def test_cached_token_caches_and_invalidates() -> None:
@@ -493,3 +521,30 @@ def test_completion_from_openai_prefers_explicit_token_ids_and_reasoning_field()
 def test_completion_without_choices_is_an_error(data: Any) -> None:
     with pytest.raises(Exception, match=r"no choices|not a JSON object"):
         completion_from_openai(data)
+
+
+@pytest.mark.parametrize(
+    ("env", "url", "proxy"),
+    [
+        ({}, "https://api.example.com/v1", None),
+        ({"HTTPS_PROXY": "http://proxy:3128"}, "https://api.example.com/v1", "http://proxy:3128"),
+        ({"HTTPS_PROXY": "http://proxy:3128"}, "http://10.0.0.5:8000/v1", None),
+        ({"HTTP_PROXY": "http://p:1"}, "http://10.0.0.5:8000/v1", "http://p:1"),
+        ({"ALL_PROXY": "http://p:2"}, "http://10.0.0.5:8000/v1", "http://p:2"),
+        (
+            {"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": "example.com"},
+            "https://api.example.com/v1",
+            None,
+        ),
+    ],
+)
+def test_the_aiohttp_transport_reads_the_environments_proxy_once(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], url: str, proxy: str | None
+) -> None:
+    """As httpx (the SDK) reads them: HTTPS_PROXY / HTTP_PROXY by scheme, ALL_PROXY, NO_PROXY."""
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY"):
+        for spelling in (name, name.lower()):
+            monkeypatch.delenv(spelling, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert env_proxy(url) == proxy

@@ -30,7 +30,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     "rollouts.py": (
         [
             "--transport",
-            "openai",
+            "default",
             "--episodes",
             "4",
             "--turns",

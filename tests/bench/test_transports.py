@@ -31,8 +31,8 @@ from agentrft.testing import (
 TASK = FindNumberTask()
 ROW = json.dumps({"secret": 37, "low": 1, "high": 100})
 FAST = {"backoff_base_s": 0.001, "backoff_max_s": 0.01}
-#: The benchmark's alternatives (the product's own client is tests/test_policies_openai.py's).
-OTHERS = [t for t in TRANSPORTS if t != "openai"]
+#: The benchmark's alternatives (the product's own transports are tests/test_policies_openai.py's).
+OTHERS = [t for t in TRANSPORTS if t not in ("default", "sdk")]
 
 
 @pytest.fixture(scope="module")

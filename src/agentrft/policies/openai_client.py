@@ -1,8 +1,14 @@
 """`OpenAIPolicy`: any OpenAI-compatible chat-completions server (vLLM, the SageMaker job
-runtime, OpenAI itself) as a `Policy`, on the official `openai` SDK (`AsyncOpenAI`).
+runtime, OpenAI itself) as a `Policy`.
 
-Requests go through the SDK's documented raw path (`client.post`), with the SDK's own
-retries off so that agentrft's `RetryPolicy` (policies/retry.py) applies: 429, 5xx, 408,
+Two HTTP transports, the same semantics: `aiohttp` (the default: one aiohttp session per
+policy, certifi's CA bundle as httpx uses, proxies from the environment as httpx reads them)
+and `sdk`, the official `openai` SDK (`AsyncOpenAI` on httpx) through its documented raw path
+(`client.post`). The default is aiohttp because httpcore's pool scans every pooled connection
+on each request (a readability check per idle socket): with 64 episodes in flight the SDK's
+client cost 3.9x the ideal wall time at 50 ms a turn, aiohttp 1.7x (bench/rollouts.py;
+docs/concepts.md has the figures). Either way agentrft's `RetryPolicy` (policies/retry.py)
+applies (the SDK's own retries are off): 429, 5xx, 408,
 timeouts and connection errors are retried up to `max_retries` times with exponential
 backoff and jitter; a `Retry-After` (or `retry-after-ms`) header replaces the backoff
 delay. A 401/403 with a `token_provider` refreshes the token once. Final failures raise
@@ -19,9 +25,9 @@ with a copied address), and a warning says so. With URL credentials `$OPENAI_API
 read: an ambient OpenAI key must not go to a proxy that names its own credentials.
 
 The request body, the response mapping and the retry loop are separate functions, so other
-HTTP clients can be measured against this one with identical semantics (bench/transports.py
-does, for aiohttp and a hand-written HTTP/1.1 client). The SDK is imported on first use, so
-importing this module is cheap.
+HTTP clients can be measured against these with identical semantics (bench/transports.py
+does, for the SDK on aiohttp and a hand-written HTTP/1.1 client). The HTTP libraries are
+imported on first use, so importing this module is cheap.
 """
 
 from __future__ import annotations
@@ -34,13 +40,13 @@ import json
 import logging
 import os
 import re
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from agentrft.messages import Message, ToolCall
 from agentrft.policies.retry import AttemptError, RetryPolicy, server_message, status_error
+from agentrft.policies.tokens import CachedToken, TokenProvider
 from agentrft.policies.urls import safe_url, split_userinfo, url_passwords
 from agentrft.policy import Completion, Policy, Sampling
 from agentrft.redact import register_secret
@@ -49,45 +55,10 @@ from agentrft.trajectory import FailureKind
 
 logger = logging.getLogger("agentrft.policies")
 
-#: A bearer-token source: called before every request (cache inside it; see `CachedToken`).
-#: If it also has an `invalidate()` method, a 401/403 calls that before fetching once more.
-TokenProvider = Callable[[], "str | Awaitable[str]"]
-
 #: Header names whose values are credentials: scrubbed from error messages like the key.
 _SENSITIVE = re.compile(r"auth|key|token|secret|signature|credential|cookie", re.IGNORECASE)
 
-
-class CachedToken:
-    """A `TokenProvider` that caches `fetch()`'s token for `ttl_s` seconds.
-
-    `invalidate()` drops it, so the next call fetches a fresh one (what `OpenAIPolicy` does
-    on a 401/403). `fetch` may be sync or async; concurrent callers share one fetch.
-    """
-
-    def __init__(self, fetch: Callable[[], str | Awaitable[str]], ttl_s: float = 300.0) -> None:
-        self.fetch = fetch
-        self.ttl_s = ttl_s
-        self._token: str | None = None
-        self._expires = 0.0
-        self._lock: asyncio.Lock | None = None
-
-    async def __call__(self) -> str:
-        if self._token is not None and time.monotonic() < self._expires:
-            return self._token
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            if self._token is None or time.monotonic() >= self._expires:
-                token = self.fetch()
-                if inspect.isawaitable(token):
-                    token = await token
-                self._token = str(token)
-                self._expires = time.monotonic() + self.ttl_s
-            return self._token
-
-    def invalidate(self) -> None:
-        self._token = None
-
+__all__ = ["CachedToken", "OpenAIPolicy", "TokenProvider", "completion_from_openai", "request_body"]
 
 # --- request and response ----------------------------------------------------------------
 
@@ -210,6 +181,42 @@ def _sdk_response_class() -> type:
     return httpx.Response
 
 
+#: Connections one aiohttp session keeps open at once: the SDK's (httpx's) own limit.
+MAX_CONNECTIONS = 1000
+
+
+def aiohttp_session(headers: Mapping[str, str]) -> Any:
+    """The aiohttp session `OpenAIPolicy` posts through: certifi's CA bundle (what httpx, and
+    so the SDK, trusts), no timeout of its own (`complete` bounds each whole request with
+    `within`; aiohttp's timer per request cost ~5% of the turns). Proxies come from `env_proxy`,
+    read once: aiohttp's `trust_env` reads the environment and ~/.netrc on every request
+    (at 64 episodes in flight that halved the turns per second)."""
+    import ssl
+
+    import aiohttp
+    import certifi
+
+    context = ssl.create_default_context(cafile=certifi.where())
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ssl=context),
+        timeout=aiohttp.ClientTimeout(total=None),  # see the docstring
+        headers={"Content-Type": "application/json", **headers},
+    )
+
+
+def env_proxy(url: str) -> str | None:
+    """The proxy the environment names for `url` (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`,
+    minus `NO_PROXY`), as httpx, and so the SDK, reads them; None for none."""
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(url)
+    proxies = urllib.request.getproxies()
+    if not proxies or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
 async def _close_quietly(client: Any) -> None:
     try:
         await client.close()
@@ -246,6 +253,8 @@ class OpenAIPolicy(Policy):
         backoff_max_s: cap on one backoff delay (and on an honoured Retry-After).
         extra_body: fields added to every request body (`Sampling.extra` overrides them).
         name: shown in reports; defaults to the model name.
+        transport: `aiohttp` (default) or `sdk` (the openai SDK on httpx): the same requests,
+            retries, deadline and errors; aiohttp costs less CPU per request (module docstring).
     """
 
     def __init__(
@@ -262,7 +271,10 @@ class OpenAIPolicy(Policy):
         backoff_max_s: float = 30.0,
         extra_body: Mapping[str, Any] | None = None,
         name: str | None = None,
+        transport: Literal["aiohttp", "sdk"] = "aiohttp",
     ) -> None:
+        if transport not in ("aiohttp", "sdk"):
+            raise ValueError(f"transport must be 'aiohttp' or 'sdk', got {transport!r}")
         for k, v in (headers or {}).items():
             if any(c in f"{k}{v}" for c in "\r\n") or ":" in k:
                 raise ValueError(f"header {k!r}: names and values may not contain CR, LF or ':'")
@@ -271,6 +283,7 @@ class OpenAIPolicy(Policy):
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
         self.model = model
+        self.transport = transport
         self.base_url, basic_auth = split_userinfo(base_url.rstrip("/"))
         self.name = name or model
         self.timeout_s = timeout_s
@@ -297,7 +310,8 @@ class OpenAIPolicy(Policy):
                 self._client_headers = {"Authorization": basic_auth, **self.headers}
         register_secret(*self._secrets)  # so trajectory and report writers scrub them too
         self._where = f"POST {safe_url(self.base_url)}/chat/completions"
-        self._client: Any = None  # the AsyncOpenAI client, made on first use
+        self._client: Any = None  # the aiohttp session or AsyncOpenAI client, made on first use
+        self._proxy: str | None = None  # the environment's proxy for base_url (aiohttp)
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:  # no secrets
@@ -379,6 +393,9 @@ class OpenAIPolicy(Policy):
         return client
 
     def _make_client(self) -> Any:
+        if self.transport == "aiohttp":
+            self._proxy = env_proxy(self.base_url)
+            return aiohttp_session(self._client_headers)
         import openai
 
         # Retries are ours (the same for every client), so the SDK's are off.
@@ -397,6 +414,30 @@ class OpenAIPolicy(Policy):
 
     async def _attempt(self, body: dict[str, Any]) -> Completion:
         """One request with `body`; failures raise `AttemptError` (the retry loop's input)."""
+        if self.transport == "sdk":
+            return await self._attempt_sdk(body)
+        import aiohttp
+
+        session = await self._client_for_loop()
+        bearer = await self._bearer()
+        headers = {"Authorization": f"Bearer {bearer}"} if bearer else None
+        try:  # the deadline is `complete`'s
+            async with session.post(
+                self.base_url + "/chat/completions",
+                data=json.dumps(body).encode(),  # bytes: aiohttp sends them as they are
+                headers=headers,
+                proxy=self._proxy,
+            ) as resp:
+                raw = await resp.read()
+                if resp.status >= 400:
+                    raise status_error(resp.status, resp.headers, raw, self._where)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise self._timeout_error() from None
+        except aiohttp.ClientError as exc:
+            raise self._connection_error(exc) from None
+        return self._parse(raw)
+
+    async def _attempt_sdk(self, body: dict[str, Any]) -> Completion:
         import openai
 
         client = await self._client_for_loop()
