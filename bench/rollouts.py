@@ -45,6 +45,7 @@ import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from precise_server import BenchServer
@@ -263,6 +264,8 @@ async def _bench_transport(
 ) -> None:
     async with _policy(fast, transport, args) as policy:
         rates, note = await _turns_per_s(policy, args)
+    figures: dict[str, Any] = {"zero_latency_turns_per_s": max(rates), "vs_ideal": {}}
+    RESULTS["transports"][transport] = figures
     print(
         f"  (a) zero latency: {_summary(rates, '{:.0f}')} turns/s "
         f"({args.episodes} episodes x {args.turns} turns, {args.concurrency} in flight)"
@@ -273,6 +276,7 @@ async def _bench_transport(
             runs, note = await _vs_ideal(policy, slow, turns, args)
         label = f"{args.latency_ms:g} ms x {args.concurrency} episodes x {turns} turns"
         print(f"  (b) {_b_report(label, runs)}{note}")
+        figures["vs_ideal"][str(turns)] = min(r.vs_nominal for r in runs)
 
 
 async def _raw_floor(
@@ -327,14 +331,25 @@ async def _bench_floor(slow: BenchServer, args: argparse.Namespace) -> None:
             print(f"  (b) {_b_report(label, runs)}{note}")
 
 
+#: The figures of this run, for `--json FILE`: the loop alone, and per transport its best
+#: zero-latency turns/s and its best wall/nominal ratio per (b) turn count.
+RESULTS: dict[str, Any] = {"transports": {}}
+
+
 async def _bench_loop_only(args: argparse.Namespace) -> None:
     rates, note = await _turns_per_s(ScriptedPolicy(counter_script), args)
+    RESULTS["loop_turns_per_s"] = max(rates)
     print(f"agent loop alone (ScriptedPolicy, no HTTP): {_summary(rates, '{:.0f}')} turns/s{note}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--transport", choices=[*TRANSPORTS, "all"], default="all")
+    parser.add_argument(
+        "--transport",
+        type=_transports,
+        default=list(TRANSPORTS),
+        help=f"all (default) or a comma-separated list of {', '.join(TRANSPORTS)}",
+    )
     parser.add_argument("--episodes", type=int, default=400, help="episodes for (a)")
     parser.add_argument("--turns", type=int, default=10, help="turns per episode for (a)")
     parser.add_argument(
@@ -367,10 +382,11 @@ def main() -> None:
         help="gc.freeze() in the client before each run (what a rollout worker could do "
         "after its setup): shows what the cyclic collector's pauses cost; off by default",
     )
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     global GC_FREEZE
     GC_FREEZE = args.gc_freeze
-    transports = list(TRANSPORTS) if args.transport == "all" else [args.transport]
+    transports = args.transport
 
     fast = BenchServer(counter_script)
     slow = BenchServer(
@@ -390,6 +406,21 @@ def main() -> None:
         for transport in transports:
             print(f"transport={transport}")
             asyncio.run(_bench_transport(fast.base_url, slow, transport, args))
+    if args.json:
+        RESULTS.update(episodes=args.episodes, turns=args.turns, concurrency=args.concurrency,
+                       latency_ms=args.latency_ms)  # fmt: skip
+        Path(args.json).write_text(json.dumps(RESULTS, indent=2) + "\n")
+        print(f"figures written to {args.json}")
+
+
+def _transports(text: str) -> list[str]:
+    names = list(TRANSPORTS) if text == "all" else [t.strip() for t in text.split(",")]
+    unknown = [t for t in names if t not in TRANSPORTS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown transport(s) {', '.join(unknown)}; choose from {', '.join(TRANSPORTS)} or all"
+        )
+    return names
 
 
 if __name__ == "__main__":
