@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from agentrft import run_episode
 from agentrft.mcp import HTTPServer, MCPEnvironment
 from agentrft.mcp.connection import MCPConnection
 from agentrft.mcp.pool import close_pools
+from agentrft.testing import free_port, wait_for_port
 
 
 def rss_mb(pid: int) -> float:
@@ -99,12 +99,6 @@ async def play(task: InventoryTask, rows: list[str], timed: Timed) -> list[float
     return walls
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--episodes", type=int, default=10)
@@ -131,19 +125,14 @@ def main() -> None:
             timed.uninstall()
         report(isolation, walls, timed, mem)
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentrft_inventory.server", "--http", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_for_port(port, timeout_s=10, process=proc)
         spec = HTTPServer(
             name="inventory",
             url=f"http://127.0.0.1:{port}/mcp",

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from agentrft import (
 from agentrft.mcp import HTTPServer, MCPEnvironment, StdioServer
 from agentrft.mcp.pool import close_pools
 from agentrft.redact import scrub_text
+from agentrft.testing import free_port, wait_for_port
 
 SERVER = str(Path(__file__).parent / "fixtures" / "mcp_server.py")
 TOKEN = "tok-3f9a61c2e7b54d08"
@@ -215,14 +215,8 @@ def test_a_pool_needs_a_reset_tool() -> None:
         server(isolation="pool")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_streamable_http_server_with_headers() -> None:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentrft_inventory.server", "--http", str(port)],
         stdout=subprocess.DEVNULL,
@@ -230,12 +224,7 @@ def test_streamable_http_server_with_headers() -> None:
     )
     try:
         url = f"http://127.0.0.1:{port}/mcp"
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_for_port(port, timeout_s=10, process=proc)
         spec = HTTPServer(name="inventory", url=url, headers={"Authorization": f"Bearer {TOKEN}"})
 
         class HttpEnv(MCPEnvironment):

@@ -5,15 +5,15 @@ list its tools writes nothing, and a header's secret is never written."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("mcp")
+
+from agentrft.testing import free_port, wait_for_port
 
 BIN = Path(sys.executable).parent
 INVENTORY_TOOLS = ["reset", "load_scenario", "audit", "find_item", "check_stock",
@@ -70,25 +70,14 @@ def test_judged_the_judge_decides_and_its_tests_need_no_network(tmp_path: Path) 
     assert "5 passed" in tests.stdout
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_from_a_url_the_header_is_used_to_list_and_never_written(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentrft_inventory.server", "--http", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_for_port(port, timeout_s=10, process=proc)
         url = f"http://127.0.0.1:{port}/mcp"
         made = new_task(tmp_path, "desk", "--from-mcp", url, "--mcp-header",
                         f"Authorization: Bearer {TOKEN}")  # fmt: skip

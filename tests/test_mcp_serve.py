@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ import pytest
 mcp = pytest.importorskip("mcp")
 
 from agentrft.plugins import resolve_task  # noqa: E402
+from agentrft.testing import free_port, wait_for_port  # noqa: E402
 
 AGENTRFT = str(Path(sys.executable).with_name("agentrft"))
 
@@ -87,14 +86,8 @@ def test_ticket_triage_played_over_stdio_scores_and_hides_the_label_until_the_en
     assert any(secret in seen["reward_after"] for secret in secrets)  # shown once over
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_an_mcp_backed_task_served_over_http_ends_by_end_episode() -> None:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [AGENTRFT, "mcp", "serve", "--task", "inventory", "--row", "0", "--http", str(port)],
         stdout=subprocess.DEVNULL,
@@ -102,13 +95,7 @@ def test_an_mcp_backed_task_served_over_http_ends_by_end_episode() -> None:
         text=True,
     )
     try:
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                time.sleep(0.1)
+        wait_for_port(port, timeout_s=30, process=proc)
         seen = asyncio.run(
             play(
                 f"http://127.0.0.1:{port}/mcp",

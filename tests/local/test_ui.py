@@ -12,7 +12,6 @@ import importlib.util
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from agentrft.backends.local.run.run_dir import RunDir, Tracker
 from agentrft.cli.app import create_app
 from agentrft.evaluation import evaluate
 from agentrft.plugins import load_plugins, use_plugins
+from agentrft.testing import free_port
 
 from .conftest import FruitGuess, tiny_config
 
@@ -54,12 +54,6 @@ def traced_run(tmp_path: Path, *, tracking: bool = True) -> tuple[Path, list[str
                     mlflow_tracking_uri=tracker.uri)  # fmt: skip
     tracker.close()
     return run.path, [t.id for t in episodes]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @needs_server

@@ -6,6 +6,8 @@
 - `FindNumberTask` and `CounterTask`: tiny tool tasks (with scripts usable by both a
   `ScriptedPolicy` and the fake server); `UnlockTask`, whose environment offers a tool
   mid-episode (`Environment.tools_changed`).
+- `free_port`, `wait_for_port`: a loopback port for a server process a test starts, and a
+  wait until it listens that fails clearly when the process exits first.
 - `group_judge`, `rubric_judge`, `judge_body`, `shown_attempts`, `graded_view`: scripts that make the fake
   server a group-relative or rubric judge with exact token usage.
 
@@ -20,6 +22,7 @@ from agentrft.testing.judges import (
     rubric_judge,
     shown_attempts,
 )
+from agentrft.testing.loopback import free_port, wait_for_port
 from agentrft.testing.replies import (
     Disconnect,
     HTTPFault,
@@ -61,6 +64,7 @@ __all__ = [
     "counter_script",
     "disconnect",
     "find_number_expert",
+    "free_port",
     "graded_view",
     "group_judge",
     "http_error",
@@ -71,4 +75,5 @@ __all__ = [
     "sequence",
     "shown_attempts",
     "slow",
+    "wait_for_port",
 ]
