@@ -387,6 +387,9 @@ async def test_the_transport_is_the_one_chosen(fake: FakeOpenAIServer, transport
     client = p._client
     await p.aclose()
     assert p.transport == transport
+    (request,) = fake.chat_requests
+    agent = request.headers["user-agent"]
+    assert agent.startswith("agentrft/" if transport == "aiohttp" else "AsyncOpenAI/Python")
     assert type(client).__module__.split(".")[0] == (
         "aiohttp" if transport == "aiohttp" else "openai"
     )

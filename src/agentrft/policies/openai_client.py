@@ -200,8 +200,17 @@ def aiohttp_session(headers: Mapping[str, str]) -> Any:
     return aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ssl=context),
         timeout=aiohttp.ClientTimeout(total=None),  # see the docstring
-        headers={"Content-Type": "application/json", **headers},
+        # Who is calling, as the SDK says `AsyncOpenAI/Python <version>`; the user's wins.
+        headers={"Content-Type": "application/json", "User-Agent": _user_agent(), **headers},
     )
+
+
+def _user_agent() -> str:
+    import aiohttp
+
+    from agentrft import __version__
+
+    return f"agentrft/{__version__} aiohttp/{aiohttp.__version__}"
 
 
 def env_proxy(url: str) -> str | None:

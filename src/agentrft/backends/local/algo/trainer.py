@@ -144,7 +144,14 @@ def micro_batches(
 
 
 class LoRATrainer:
-    """A PEFT LoRA policy with its AdamW optimizer; `step()` is one optimizer step."""
+    """A PEFT LoRA policy with its AdamW optimizer; `step()` is one optimizer step.
+
+    `model_path` is a model directory, hub id or `.gguf` file (models/model_loading.py);
+    `device` a resolved one (`cpu`, `cuda`, `cuda:1`; `devices.resolve_device("auto")`
+    picks), `dtype` `auto` (bf16 on a GPU, fp32 on CPU) or a torch dtype's name;
+    `adapter_path` continues training a saved adapter instead of a fresh one. A run builds
+    it from its spec's `TrainerSettings` (`make_trainer`).
+    """
 
     def __init__(
         self,
