@@ -206,11 +206,17 @@ def aiohttp_session(headers: Mapping[str, str]) -> Any:
 
 
 def _user_agent() -> str:
+    # The installed distribution's version: importing the `agentrft` package from here
+    # would put this module on an import circle.
+    from importlib.metadata import PackageNotFoundError, version
+
     import aiohttp
 
-    from agentrft import __version__
-
-    return f"agentrft/{__version__} aiohttp/{aiohttp.__version__}"
+    try:
+        ours = version("agentrft")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        ours = "unknown"
+    return f"agentrft/{ours} aiohttp/{aiohttp.__version__}"
 
 
 def env_proxy(url: str) -> str | None:
