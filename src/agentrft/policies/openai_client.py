@@ -45,6 +45,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from agentrft.messages import Message, ToolCall
+from agentrft.policies.aiohttp_session import aiohttp_session, env_proxy
 from agentrft.policies.retry import AttemptError, RetryPolicy, server_message, status_error
 from agentrft.policies.tokens import CachedToken, TokenProvider
 from agentrft.policies.urls import safe_url, split_userinfo, url_passwords
@@ -58,7 +59,14 @@ logger = logging.getLogger("agentrft.policies")
 #: Header names whose values are credentials: scrubbed from error messages like the key.
 _SENSITIVE = re.compile(r"auth|key|token|secret|signature|credential|cookie", re.IGNORECASE)
 
-__all__ = ["CachedToken", "OpenAIPolicy", "TokenProvider", "completion_from_openai", "request_body"]
+__all__ = [
+    "CachedToken",
+    "OpenAIPolicy",
+    "TokenProvider",
+    "completion_from_openai",
+    "env_proxy",
+    "request_body",
+]
 
 # --- request and response ----------------------------------------------------------------
 
@@ -179,57 +187,6 @@ def _sdk_response_class() -> type:
     import httpx
 
     return httpx.Response
-
-
-#: Connections one aiohttp session keeps open at once: the SDK's (httpx's) own limit.
-MAX_CONNECTIONS = 1000
-
-
-def aiohttp_session(headers: Mapping[str, str]) -> Any:
-    """The aiohttp session `OpenAIPolicy` posts through: certifi's CA bundle (what httpx, and
-    so the SDK, trusts), no timeout of its own (`complete` bounds each whole request with
-    `within`; aiohttp's timer per request cost ~5% of the turns). Proxies come from `env_proxy`,
-    read once: aiohttp's `trust_env` reads the environment and ~/.netrc on every request
-    (at 64 episodes in flight that halved the turns per second)."""
-    import ssl
-
-    import aiohttp
-    import certifi
-
-    context = ssl.create_default_context(cafile=certifi.where())
-    return aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ssl=context),
-        timeout=aiohttp.ClientTimeout(total=None),  # see the docstring
-        # Who is calling, as the SDK says `AsyncOpenAI/Python <version>`; the user's wins.
-        headers={"Content-Type": "application/json", "User-Agent": _user_agent(), **headers},
-    )
-
-
-def _user_agent() -> str:
-    # The installed distribution's version: importing the `agentrft` package from here
-    # would put this module on an import circle.
-    from importlib.metadata import PackageNotFoundError, version
-
-    import aiohttp
-
-    try:
-        ours = version("agentrft")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        ours = "unknown"
-    return f"agentrft/{ours} aiohttp/{aiohttp.__version__}"
-
-
-def env_proxy(url: str) -> str | None:
-    """The proxy the environment names for `url` (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`,
-    minus `NO_PROXY`), as httpx, and so the SDK, reads them; None for none."""
-    import urllib.parse
-    import urllib.request
-
-    parts = urllib.parse.urlsplit(url)
-    proxies = urllib.request.getproxies()
-    if not proxies or urllib.request.proxy_bypass(parts.hostname or ""):
-        return None
-    return proxies.get(parts.scheme) or proxies.get("all")
 
 
 async def _close_quietly(client: Any) -> None:
