@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The local engine on a CUDA GPU, as one prepared script that ends within 10 minutes:
 # builds the tiny model there, runs the GPU-marked tests (bf16 base + fp32 LoRA; a bf16 GRPO
-# run that must learn; sampler vs trainer logprobs in bf16) and bench/grpo_step.py on the
+# run that must learn; sampler vs trainer logprobs in bf16), bench/grpo_step.py and
+# bench/async_steps.py (steps per minute at max_steps_off_policy 0, 1, 2) on the
 # device. Made for a GPU machine with no network whose own python3 already has torch,
 # transformers, peft, tokenizers, pytest, pluggy, typer, rich and pyyaml (as the lent
 # machines here have); the few pure-Python packages it lacks travel as wheels.
@@ -54,6 +55,9 @@ EOF
   local status=0
   timeout 420 "$PY" -m pytest -q -p no:cacheprovider -m gpu -rs tests/local || status=$?
   timeout 120 "$PY" bench/grpo_step.py --device cuda --no-trl --steps 5 || status=$?
+  # Rollouts ahead of the trainer (max_steps_off_policy 0, 1, 2), with a slow reply in ten.
+  timeout 150 "$PY" bench/async_steps.py --steps 5 --slow-s 2 --json "${OUT:-/tmp}/async_steps.json" \
+    || status=$?
   echo "gpu_check: exit $status"
   return "$status"
 }

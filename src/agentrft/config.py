@@ -248,6 +248,15 @@ class Config(Section):
         "to 8192].",
     )
     max_epochs: int = Field(1, ge=1, description="Passes over the training rows [recipe].")
+    max_steps_off_policy: int = Field(
+        0,
+        ge=0,
+        le=8,
+        description="Steps the rollouts may lag the trainer: with k > 0 the next k steps' "
+        "episodes play while a step trains, each from an adapter at most k versions old, and "
+        "the loss weighs their tokens by the clipped ratio to the sampler's own logprobs; 0 "
+        "plays, then trains (synchronous) [recipe: async_config, 0].",
+    )
     max_steps: int = Field(50, ge=1, description="Optimizer steps of the run [recipe].")
     val_every: int = Field(
         10,
@@ -297,7 +306,7 @@ def episode_limits(task: Task[Any, Any], config: Config) -> EpisodeLimits:
 SHARED_HYPERPARAMETERS = (
     "global_batch_size", "group_size", "advantage_method", "loss_fn", "clip_low_threshold",
     "clip_high_threshold", "temperature", "sampling_top_p", "sampling_max_tokens", "max_epochs",
-    "max_steps", "val_every", "lora_rank", "lora_alpha", "learning_rate", "adam_beta1",
+    "max_steps", "max_steps_off_policy", "val_every", "lora_rank", "lora_alpha", "learning_rate", "adam_beta1",
     "adam_beta2", "pass_k_values", "success_threshold",
 )  # fmt: skip
 

@@ -27,6 +27,10 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         "(c) one hung tool",
     ),
     "grpo_step.py": (["--steps", "1", "--size", "156k", "--no-trl"], "agentrft: "),
+    "async_steps.py": (
+        ["--steps", "2", "--ks", "0,1", "--model", "156k", "--batch", "2", "--group", "2"],
+        "max_steps_off_policy=1: ",
+    ),
     "rollouts.py": (
         [
             "--transport",

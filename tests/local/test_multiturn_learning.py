@@ -122,9 +122,12 @@ def _true_success(run_dir: Any, label: str) -> float:
     return right / total
 
 
-async def _run(tmp_path: Any, seed: int, reward_fn: Any = None) -> tuple[float, float, list[float]]:
+async def _run(
+    tmp_path: Any, seed: int, reward_fn: Any = None, off_policy: int = 0
+) -> tuple[float, float, list[float]]:
     """Held-out success before and after GRPO, and the solve rates of the mid-run
-    validations on the same rows (every VAL_EVERY steps)."""
+    validations on the same rows (every VAL_EVERY steps); `off_policy` is the run's
+    max_steps_off_policy (rollouts that many steps ahead of the trainer)."""
     task = TextRelay()
     warm_config = _settings(
         tmp_path / "warm",
@@ -136,6 +139,7 @@ async def _run(tmp_path: Any, seed: int, reward_fn: Any = None) -> tuple[float, 
         tmp_path,
         seed=seed,
         max_steps=60,
+        max_steps_off_policy=off_policy,
         learning_rate=1.5e-3,
         val_every=VAL_EVERY,
         **{
@@ -153,10 +157,13 @@ async def _run(tmp_path: Any, seed: int, reward_fn: Any = None) -> tuple[float, 
 
 
 @pytest.mark.slow
-async def test_grpo_alone_learns_what_an_earlier_tool_reply_shows(tmp_path):
+@pytest.mark.parametrize("off_policy", [0, 1], ids=["sync", "one-step-ahead"])
+async def test_grpo_alone_learns_what_an_earlier_tool_reply_shows(tmp_path, off_policy):
     runs = []
     for seed in (SEED, SEED + 1):  # the second run only when the first stays below the bar
-        before, after, validations = await _run(tmp_path / f"seed{seed}", seed=seed)
+        before, after, validations = await _run(
+            tmp_path / f"seed{seed}", seed=seed, off_policy=off_policy
+        )
         assert before < BAR, (seed, before)  # the warm-up left it at chance: it never saw a code
         # The best held-out rate of the run (the real task's solve rate is the true success):
         # a run can reach it and then collapse (see the docstring), which is not a bug in the
@@ -170,7 +177,8 @@ async def test_grpo_alone_learns_what_an_earlier_tool_reply_shows(tmp_path):
 
 
 @pytest.mark.slow
-async def test_control_rewards_that_ignore_the_reply_teach_nothing(tmp_path):
+@pytest.mark.parametrize("off_policy", [0, 1], ids=["sync", "one-step-ahead"])
+async def test_control_rewards_that_ignore_the_reply_teach_nothing(tmp_path, off_policy):
     task = TextRelay()
     draws = random.Random(SEED)
 
@@ -183,5 +191,5 @@ async def test_control_rewards_that_ignore_the_reply_teach_nothing(tmp_path):
             return task.tiers.score("no_submit")
         return task.tiers.score("correct" if env.submitted == code else "wrong")
 
-    _, after, _ = await _run(tmp_path, seed=SEED, reward_fn=blind_reward)
+    _, after, _ = await _run(tmp_path, seed=SEED, reward_fn=blind_reward, off_policy=off_policy)
     assert after < BAR, after

@@ -223,8 +223,8 @@ def test_train_submits_the_contract_request_through_the_stubbed_client() -> None
         "MlflowExperimentName": "agentrft-find_number",
         "MlflowRunName": "agentrft-find-number-1",
     }
-    hps = training["HyperParameters"]  # send_hyperparameters=all: agentrft's 22 defaults
-    assert len(hps) == 22 and all(isinstance(v, str) for v in hps.values())
+    hps = training["HyperParameters"]  # send_hyperparameters=all: agentrft's 23 defaults
+    assert len(hps) == 23 and all(isinstance(v, str) for v in hps.values())
     assert hps["global_batch_size"] == "128" and hps["group_size"] == "8"
     assert hps["learning_rate"] == "4e-05" and hps["loss_fn"] == "ppo"
     assert hps["pass_k_values"] == "[1, 2, 4, 8, 16, 32]"
@@ -280,7 +280,7 @@ def test_send_only_set_hyperparameters_leaves_the_rest_to_the_recipe() -> None:
     cfg = load_config(values={"max_steps": 100})
     assert cfg.sagemaker.send_hyperparameters == "set"  # the default
     assert training_hyperparameters(cfg) == {"max_steps": "100"}
-    assert len(training_hyperparameters(cfg, only_set=False)) == 22
+    assert len(training_hyperparameters(cfg, only_set=False)) == 23
 
 
 def test_missing_inputs_name_every_flag() -> None:

@@ -89,6 +89,21 @@ def sequence_logprobs(
     return logp, shifted
 
 
+def _behaviour(batch: list[TrainSequence], logp: Any) -> Any:
+    """The behaviour policy's logprobs for `logp`'s positions: the sampler's where the
+    sequence carries them, else the current policy's (a ratio of 1)."""
+    import torch
+
+    old = logp.detach().clone()
+    for i, s in enumerate(batch):
+        if len(s.sampler_logprobs) == len(s.token_ids):
+            sl = torch.tensor(s.sampler_logprobs[1:], device=logp.device, dtype=old.dtype)
+            mask = torch.tensor(s.mask[1:], device=logp.device, dtype=torch.bool)
+            n = min(len(sl), old.shape[1])
+            old[i, :n] = torch.where(mask[:n], sl[:n], old[i, :n])
+    return old
+
+
 def _advantages(batch: list[TrainSequence], logp: Any) -> Any:
     """(B,) per-sequence advantages, or (B, T-1) aligned with `logp` when any sequence
     carries per-token ones (position j of `logp` scores token j+1)."""
@@ -220,8 +235,13 @@ class LoRATrainer:
     def trainable_parameters(self) -> int:
         return sum(p.numel() for p in self.params)
 
-    def step(self, sequences: list[TrainSequence]) -> dict[str, float]:
-        """One optimizer step over `sequences` (micro-batched); returns metrics."""
+    def step(self, sequences: list[TrainSequence], *, off_policy: bool = False) -> dict[str, float]:
+        """One optimizer step over `sequences` (micro-batched); returns metrics.
+
+        `off_policy`: the sequences may come from an older adapter (`max_steps_off_policy`),
+        so the loss's ratio is taken against the sampler's own logprobs (where a sequence
+        has them) instead of the current policy's, and clipped as the loss clips any ratio.
+        """
         import torch
 
         trained = [s for s in sequences if any(s.mask)]
@@ -250,7 +270,8 @@ class LoRATrainer:
             out = policy_loss(
                 LossInputs(
                     logprobs=logp,
-                    old_logprobs=logp.detach(),  # one update per batch: on-policy
+                    # One update per batch: on-policy unless the batch is older.
+                    old_logprobs=_behaviour(batch, logp) if off_policy else logp.detach(),
                     advantages=adv,
                     mask=mask,
                     ref_logprobs=ref,

@@ -223,6 +223,9 @@ class SamplerSettings:
     vllm_args: tuple[str, ...]
     #: The LoRA rank the vLLM server must accept adapters of.
     lora_rank: int
+    #: Adapters the sampler holds at once: the current one, the next, and one per step the
+    #: rollouts may lag (`max_steps_off_policy`).
+    live_adapters: int = 2
 
     @classmethod
     def of(cls, config: LocalRunConfig, *, device: str | None = None) -> SamplerSettings:
@@ -241,6 +244,7 @@ class SamplerSettings:
             vllm_python=config.local.vllm_python,
             vllm_args=tuple(config.local.vllm_args),
             lora_rank=config.lora_rank,
+            live_adapters=config.max_steps_off_policy + 2,
         )
 
 
@@ -310,7 +314,7 @@ def make_engine(settings: SamplerSettings, model_path: str | None = None) -> Eng
                 python=python,
                 device="cuda" if device.startswith("cuda") else "cpu",
                 max_lora_rank=_vllm_rank(settings.lora_rank),
-                max_loras=4,
+                max_loras=max(4, settings.live_adapters),
                 seed=settings.seed,
                 extra_args=settings.vllm_args,
             )

@@ -12,11 +12,11 @@ LoRA (B = 0, identical to the base), so base and adapter requests are never mixe
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
 import shutil
-import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -44,11 +44,13 @@ from agentrft.backends.local.run.loop_settings import (
     learning_rate_at,
     step_seed,
 )
+from agentrft.backends.local.run.rollout_queue import RolloutQueue
 from agentrft.backends.local.run.run_dir import RunDir, Tracker
+from agentrft.backends.local.run.step_metrics import rollout_metrics, trainer_speed
+from agentrft.backends.local.run.sync_probe import SyncProbe
 from agentrft.backends.local.run.view import LiveView
 from agentrft.group_scoring import run_grouped_episodes
 from agentrft.judges import judge_metrics
-from agentrft.mixture import MixtureTask, per_task_metrics
 from agentrft.policy import Sampling
 from agentrft.rollout import RewardFn
 from agentrft.task import EpisodeLimits, Task
@@ -57,30 +59,6 @@ from agentrft.trajectory import Trajectory, append_trajectories
 log = logging.getLogger(__name__)
 
 StepCallback = Callable[[int, dict[str, float]], None]
-
-
-def trainer_speed(
-    trainer: LoRATrainer, metrics: dict[str, float], seconds: float
-) -> dict[str, float]:
-    """The optimizer step's speed: positions and FLOP/s through the model, and the FLOP/s of
-    one large matmul on this machine in the trainer's dtype and threads (its peak)."""
-    import torch
-
-    from agentrft.backends.local.algo.flops import matmul_peak
-
-    if seconds <= 0 or "trainer/flops" not in metrics:
-        return {}
-    out = {
-        "trainer/s": seconds,
-        "trainer/tokens_per_s": metrics["trainer/tokens"] / seconds,
-        "trainer/flops_per_s": metrics["trainer/flops"] / seconds,
-    }
-    if trainer.device == "cpu":
-        dtype = str(next(trainer.model.parameters()).dtype).removeprefix("torch.")
-        peak = matmul_peak(dtype, torch.get_num_threads())
-        out["trainer/peak_flops_per_s"] = peak
-        out["trainer/peak_frac"] = out["trainer/flops_per_s"] / peak
-    return out
 
 
 class GRPOLoop:
@@ -138,6 +116,14 @@ class GRPOLoop:
         self.rollouts: list[Trajectory] = []
         #: Set when the health stop rule (local.health_stop_after) ended the run early.
         self.stopped: str | None = None
+        #: The batches played ahead of the trainer (max_steps_off_policy > 0), else None.
+        self.queue = (
+            RolloutQueue(settings.max_steps_off_policy, self._drop_adapter)
+            if settings.max_steps_off_policy > 0
+            else None
+        )
+        #: The data cursor as of the last trained batch (what a checkpoint resumes from).
+        self.trained_cursor = 0
 
     # -- weight sync ----------------------------------------------------------------------
 
@@ -151,19 +137,69 @@ class GRPOLoop:
         old, self.version = self.version, version
         self.policy.adapter = name
         if old is not None and old != version:
-            await self.engine.sampler.unload_adapter(f"{self.ADAPTER_PREFIX}{old}")
-            shutil.rmtree(self.run.path / "adapters" / f"v{old:06d}", ignore_errors=True)
+            if self.queue is not None:  # batches still playing from it keep it loaded
+                await self.queue.retire(old)
+            else:
+                await self._drop_adapter(old)
         return time.perf_counter() - t0
+
+    async def _drop_adapter(self, version: int) -> None:
+        await self.engine.sampler.unload_adapter(f"{self.ADAPTER_PREFIX}{version}")
+        shutil.rmtree(self.run.path / "adapters" / f"v{version:06d}", ignore_errors=True)
 
     # -- one step -------------------------------------------------------------------------
 
     async def train_step(self) -> dict[str, float]:
-        cfg = self.settings
+        if self.queue is not None:
+            return await self._train_step_ahead(self.queue)
         step = self.step + 1
         t0 = time.perf_counter()
-        rows = self.cursor.take(cfg.global_batch_size)
+        rows = self.cursor.take(self.settings.global_batch_size)
+        self.policy.reseed(step_seed(self.settings.seed, step))
+        trajs = await self._play(step, rows, self.policy)
+        return await self._learn(step, trajs, time.perf_counter() - t0, t0)
+
+    async def _train_step_ahead(self, queue: RolloutQueue) -> dict[str, float]:
+        """A step of `max_steps_off_policy` > 0: launch the batches the bound allows, wait
+        for this step's, train on it while the others play."""
+        step = self.step + 1
+        t0 = time.perf_counter()
+        assert self.version is not None  # `start` or `restore` synced version 0 or later
+        queue.fill(self.step, self.total_steps(), self._take, self._play_from)
+        batch, trajs = await queue.next(step)
+        wait_s = time.perf_counter() - t0
+        self.trained_cursor = batch.cursor
+        metrics = await self._learn(step, trajs, batch.played_s, t0, off_policy=True)
+        stale = float(step - 1 - batch.version)
+        metrics.update({
+            "off_policy/staleness_mean": stale,  # one version per batch: mean = max
+            "off_policy/staleness_max": stale,
+            "off_policy/batches_ahead": float(len(queue.pending)),
+            "rollout_wait_s": wait_s,
+        })  # fmt: skip
+        return metrics
+
+    def _take(self) -> tuple[list[int], int]:
+        rows = self.cursor.take(self.settings.global_batch_size)
+        return rows, self.cursor.position
+
+    async def _play_from(self, step: int, rows: list[int], version: int) -> list[Trajectory]:
+        """Play step `step`'s rows from adapter `version`, with a policy of their own (the
+        shared one moves to each new version)."""
+        policy = TokenPolicy(
+            self.engine.sampler,
+            self.engine.chat,
+            adapter=f"{self.ADAPTER_PREFIX}{version}",
+            seed=step_seed(self.settings.seed, step),
+        )
+        return await self._play(step, rows, policy, version)
+
+    async def _play(
+        self, step: int, rows: list[int], policy: TokenPolicy, version: int | None = None
+    ) -> list[Trajectory]:
+        cfg = self.settings
         prompts = [self.prompts[i] for i in rows for _ in range(cfg.group_size)]
-        self.policy.reseed(step_seed(cfg.seed, step))
+        version = self.version if version is None else version
 
         def meta(i: int) -> dict[str, Any]:
             return {
@@ -172,26 +208,37 @@ class GRPOLoop:
                 "row": rows[i // cfg.group_size],
                 "group": i // cfg.group_size,
                 "sample": i % cfg.group_size,
-                "policy_version": self.version,
+                "policy_version": version,
             }
 
-        level = self.curriculum_level(step)
         # A task or reward with score_group scores each prompt's rollouts together.
-        trajs = await run_grouped_episodes(
+        return await run_grouped_episodes(
             self.task,
             prompts,
-            self.policy,
+            policy,
             group_size=cfg.group_size,
             sampling=self.sampling,
             limits=self.limits,
             reward_fn=self.reward_fn,
-            curriculum_level=level,
+            curriculum_level=self.curriculum_level(step),
             concurrency=len(prompts),  # all at once: the sampler batches them
             metadata=meta,
             on_episode=self._episode_finished if self.hooks is not None else None,
         )
-        rollout_s = time.perf_counter() - t0
 
+    async def _learn(
+        self,
+        step: int,
+        trajs: list[Trajectory],
+        rollout_s: float,
+        t0: float,
+        *,
+        off_policy: bool = False,
+    ) -> dict[str, float]:
+        """Advantages, one optimizer step on `trajs` (in a thread when batches play ahead,
+        so their episodes go on meanwhile), the weight sync; returns the step's metrics."""
+        cfg = self.settings
+        level = self.curriculum_level(step)
         t1 = time.perf_counter()
         self.trainer.set_learning_rate(learning_rate_at(cfg, step))
         rewards = [t.reward.total if t.reward else 0.0 for t in trajs]
@@ -252,18 +299,27 @@ class GRPOLoop:
             if ok
             for s in rollout_sequences(t, a, ta, c)
         ]
-        probe = self._probe_prompt(trajs) if cfg.sync_check else None
-        probe_before = await self._probe_sample(probe) if probe else None
+        probe = SyncProbe.of(trajs, self.engine.sampler, self.trainer, self.sampling, cfg.seed)
+        probe = probe if cfg.sync_check else None
+        # The sampler's copy of the current version is not touched by the trainer, so with
+        # batches playing ahead its probe sample waits its turn while the trainer runs.
+        before_task = asyncio.ensure_future(probe.sample(self.policy.adapter)) if probe else None
+        before = await before_task if before_task is not None and not off_policy else None
         t2 = time.perf_counter()
-        train_metrics = self.trainer.step(seqs)
+        if off_policy:
+            train_metrics = await asyncio.to_thread(self.trainer.step, seqs, off_policy=True)
+        else:
+            train_metrics = self.trainer.step(seqs)
         trainer_s = time.perf_counter() - t2
         train_metrics.update(trainer_speed(self.trainer, train_metrics, trainer_s))
         train_s = time.perf_counter() - t1
+        if before_task is not None and off_policy:
+            before = await before_task
 
         sync_s = await self.sync(step)
         self.step = step
 
-        metrics = self._metrics(trajs, rewards, zero_var, rollout_s)
+        metrics = rollout_metrics(self.task, trajs, rewards, zero_var, rollout_s)
         metrics.update(rollout_health(trajs, zero_var))
         metrics.update(judge_metrics(trajs))  # judge/tokens, judge/cost_usd, ... (if judged)
         if cfg.advantage_method in PER_TURN_METHODS:
@@ -273,8 +329,8 @@ class GRPOLoop:
         if cfg.curriculum_start or cfg.curriculum_end:
             metrics["curriculum_level"] = float(level)
         metrics.update(train_metrics)
-        if probe and probe_before:
-            metrics.update(await self._sync_probe(probe, probe_before))
+        if probe and before:
+            metrics.update(await probe.compare(before, self.policy.adapter))
         metrics.update(train_s=train_s, sync_s=sync_s, step_s=time.perf_counter() - t0)
         append_trajectories(self._for_storage(trajs), self.run.path / "trajectories.jsonl")
         self.rollouts = trajs
@@ -285,49 +341,6 @@ class GRPOLoop:
         return curriculum_level(
             local.curriculum_start, local.curriculum_end, step, self.total_steps()
         )
-
-    # -- sync probe -----------------------------------------------------------------------
-
-    #: The trainer moved the probe token's logprob by at least this much, yet the sampler's
-    #: logprob stayed put (to float32 noise): the sampler is not serving the new weights.
-    PROBE_MOVED = 1e-3
-    PROBE_STILL = 1e-6
-
-    @staticmethod
-    def _probe_prompt(trajs: list[Trajectory]) -> list[int] | None:
-        for t in trajs:
-            for turn in t.turns:
-                if turn.prompt_token_ids:
-                    return list(turn.prompt_token_ids)
-        return None
-
-    async def _probe_sample(self, prompt: list[int]) -> tuple[int, float] | None:
-        """(token, logprob) of one seeded sample from the current adapter, or None."""
-        sampling = Sampling(
-            temperature=self.sampling.temperature, max_tokens=1, seed=self.settings.seed
-        )
-        gen = await self.engine.sampler.generate(prompt, sampling, adapter=self.policy.adapter)
-        if not gen.token_ids or not gen.logprobs:
-            return None
-        return gen.token_ids[0], gen.logprobs[0]
-
-    async def _sync_probe(self, prompt: list[int], before: tuple[int, float]) -> dict[str, float]:
-        """Score the probe token again after the sync: with the sampler (new adapter) and the
-        trainer. `analysis/sync_stale` is 1 when only the trainer moved."""
-        token, lp_before = before
-        after = await self._probe_sample(prompt)
-        if after is None or after[0] != token:
-            # Another token came out: the sampler's distribution changed, so it is not stale.
-            return {"analysis/sync_stale": 0.0}
-        lp_trainer = self.trainer.token_logprob(prompt, token, self.sampling.temperature)
-        moved_trainer = abs(lp_trainer - lp_before)
-        moved_sampler = abs(after[1] - lp_before)
-        stale = moved_trainer >= self.PROBE_MOVED and moved_sampler < self.PROBE_STILL
-        return {
-            "analysis/sync_stale": float(stale),
-            "analysis/sync_logprob_gap": abs(after[1] - lp_trainer),
-            "analysis/probe_logprob_delta": moved_trainer,
-        }
 
     def _for_storage(self, trajs: list[Trajectory]) -> list[Trajectory]:
         if self.settings.save_prompt_token_ids:
@@ -344,34 +357,6 @@ class GRPOLoop:
         except Exception as exc:  # a logging plugin must not end training
             log.warning("agentrft_episode_finished hook failed: %s", exc)
 
-    def _metrics(
-        self, trajs: list[Trajectory], rewards: list[float], zero_var: float, rollout_s: float
-    ) -> dict[str, float]:
-        completion = sum(turn.completion_tokens for t in trajs for turn in t.turns)
-        prompt = sum(turn.prompt_tokens for t in trajs for turn in t.turns)
-        failures: Counter[str] = Counter()
-        for t in trajs:
-            failures.update(set(t.failure_kinds))
-        out = {
-            "reward_mean": statistics.fmean(rewards),
-            "reward_std": statistics.pstdev(rewards) if len(rewards) > 1 else 0.0,
-            "reward_max": max(rewards),
-            "solve_rate": sum(t.solved for t in trajs) / len(trajs),
-            "zero_variance_groups": zero_var,
-            "turns_mean": statistics.fmean(len(t.turns) for t in trajs),
-            "tool_calls_mean": statistics.fmean(t.tool_calls for t in trajs),
-            "completion_tokens": float(completion),
-            "prompt_tokens": float(prompt),
-            "tokens_per_s": completion / rollout_s if rollout_s > 0 else 0.0,
-            "rollouts_per_s": len(trajs) / rollout_s if rollout_s > 0 else 0.0,
-            "rollout_s": rollout_s,
-        }
-        for kind, n in failures.items():
-            out[f"failure_{kind}"] = n / len(trajs)
-        if isinstance(self.task, MixtureTask):  # a multi-task run: each task's own curve
-            out.update(per_task_metrics(trajs))
-        return out
-
     # -- checkpoints ----------------------------------------------------------------------
 
     def checkpoint(self, extra: dict[str, Any] | None = None) -> None:
@@ -379,18 +364,33 @@ class GRPOLoop:
             self.trainer.save_state(path)
             state = {
                 "step": self.step,
-                "cursor": self.cursor.position,
+                # Batches played ahead are not in it: a resumed run draws them again.
+                "cursor": self.cursor.position if self.queue is None else self.trained_cursor,
                 "version": self.version,
                 **(extra or {}),
             }
             (path / "state.json").write_text(json.dumps(state, indent=2))
+            for version in sorted(self.queue.pins if self.queue is not None else ()):
+                # The adapters the queued batches play from: a resumed run replays them.
+                name = f"v{version:06d}"
+                shutil.copytree(self.run.path / "adapters" / name, path / "adapters" / name)
 
     async def restore(self, path: Any) -> dict[str, Any]:
         """Load a checkpoint written by `checkpoint` and sync its adapter to the sampler."""
         state = json.loads((path / "state.json").read_text())
         self.trainer.load_state(path)
         self.step = int(state["step"])
-        self.cursor.position = int(state["cursor"])
+        self.cursor.position = self.trained_cursor = int(state["cursor"])
+        if self.queue is not None and (path / "adapters").is_dir():
+            for kept in sorted((path / "adapters").iterdir()):
+                version = int(kept.name.removeprefix("v"))
+                if version >= self.step:
+                    continue
+                target = self.run.path / "adapters" / kept.name
+                shutil.copytree(kept, target, dirs_exist_ok=True)
+                name = f"{self.ADAPTER_PREFIX}{version}"
+                await self.engine.sampler.load_adapter(name, str(target))
+                self.queue.retired.add(version)  # unloaded once its batches finish
         await self.sync(self.step)
         return state
 
@@ -402,6 +402,13 @@ class GRPOLoop:
         return min(cfg.max_steps, per_epoch * cfg.max_epochs) if cfg.max_epochs else cfg.max_steps
 
     async def train(self) -> list[dict[str, float]]:
+        try:
+            return await self._train()
+        finally:
+            if self.queue is not None:  # batches launched for steps that will not run
+                await self.queue.cancel()
+
+    async def _train(self) -> list[dict[str, float]]:
         history: list[dict[str, float]] = []
         total = self.total_steps()
         while self.step < total:

@@ -37,6 +37,8 @@ class LoopSettings:
     health_stop_after: int | None
     curriculum_start: int
     curriculum_end: int
+    #: Steps the rollouts may lag the trainer (0: play, then train).
+    max_steps_off_policy: int = 0
 
     @classmethod
     def of(cls, config: LocalRunConfig) -> LoopSettings:
@@ -62,6 +64,7 @@ class LoopSettings:
             health_stop_after=local.health_stop_after,
             curriculum_start=local.curriculum_start,
             curriculum_end=local.curriculum_end,
+            max_steps_off_policy=config.max_steps_off_policy,
         )
 
 

@@ -81,7 +81,7 @@ def training_hyperparameters(
 
     `only_set` (the default: `sagemaker.send_hyperparameters=set`) sends just the keys the
     config file, `--set` or a flag set, leaving the rest to the base model's recipe, whose
-    defaults depend on the model (as the SageMaker SDK does); False sends all 22.
+    defaults depend on the model (as the SageMaker SDK does); False sends all 23.
     """
     user_set = user_set_hyperparameters(config)
     values = hyperparameter_values(config)
