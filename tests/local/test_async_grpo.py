@@ -123,3 +123,81 @@ async def test_a_resumed_async_run_replays_the_queued_batches(tmp_path):
 
     # The same rows from the same versions at every step, and no step twice.
     assert sorted(schedule(run_b)) == sorted(schedule(straight.run_dir))
+
+
+def test_the_behaviour_policy_is_the_samplers_on_sampled_tokens():
+    import torch
+
+    from agentrft.backends.local.algo.sequences import TrainSequence
+    from agentrft.backends.local.algo.trainer import _behaviour
+
+    with_lps = TrainSequence([1, 2, 3, 4], [0, 1, 1, 0], 1.0, [0.0, -0.5, -0.25, 0.0])
+    without = TrainSequence([1, 2, 3], [0, 1, 1], 1.0)
+    logp = torch.tensor([[-1.0, -2.0, -3.0], [-4.0, -5.0, 0.0]], requires_grad=True)
+    old = _behaviour([with_lps, without], logp)
+    assert not old.requires_grad
+    # Position j scores token j + 1: the sampler's where that token was sampled.
+    assert old.tolist() == [[-0.5, -0.25, -3.0], [-4.0, -5.0, 0.0]]
+
+
+def test_an_older_behaviour_policy_is_clipped_as_the_loss_clips_any_ratio():
+    import torch
+
+    from agentrft.backends.local.algo.loss import LossInputs, LossSettings, StepScale, policy_loss
+
+    logp = torch.zeros(2, 3, requires_grad=True)
+    mask = torch.ones(2, 3)
+    scale = StepScale(tokens=6, sequences=2, max_completion_length=3)
+    adv = torch.tensor([1.0, -1.0])
+    on = policy_loss(LossInputs(logp, logp.detach(), adv, mask), LossSettings(), scale)
+    # The sampler gave these tokens e^-0.5 of the current policy's probability: ratio 1.65.
+    off = policy_loss(LossInputs(logp, logp.detach() - 0.5, adv, mask), LossSettings(), scale)
+    assert on.metrics["ratio_mean"] == pytest.approx(1.0)
+    assert off.metrics["ratio_mean"] == pytest.approx(float(torch.exp(torch.tensor(0.5))))
+    assert off.metrics["clip_high_frac"] == pytest.approx(0.5)  # the positive advantages
+    off.loss.backward()
+    # Clipped where the advantage is positive (no gradient), weighted where it is negative.
+    assert logp.grad[0].abs().sum() == 0 and logp.grad[1].abs().sum() > 0
+
+
+async def test_the_queue_launches_within_the_bound_and_unloads_what_no_batch_needs():
+    import asyncio
+
+    from agentrft.backends.local.run.rollout_queue import RolloutQueue, StalenessError
+
+    dropped: list[int] = []
+    played: list[tuple[int, int]] = []
+    gate = asyncio.Event()
+
+    async def drop(version: int) -> None:
+        dropped.append(version)
+
+    async def play(step: int, rows: list[int], version: int) -> list:
+        played.append((step, version))
+        await gate.wait()
+        return []
+
+    cursor = iter(range(100))
+    queue = RolloutQueue(2, drop)
+    queue.fill(0, 10, lambda: ([0], next(cursor)), play)  # steps 1..3, all from version 0
+    await asyncio.sleep(0)
+    assert played == [(1, 0), (2, 0), (3, 0)] and queue.pins == {0: 3}
+    gate.set()
+    batch, _ = await queue.next(1)
+    assert (batch.step, batch.version, batch.cursor) == (1, 0, 0)
+    await queue.retire(0)  # version 1 is out; batches 2 and 3 still play from 0
+    assert dropped == []
+    queue.fill(1, 10, lambda: ([0], next(cursor)), play)  # step 4, from version 1
+    await asyncio.sleep(0)
+    assert played[-1] == (4, 1)
+    await queue.next(2)
+    await queue.next(3)
+    assert dropped == [0]  # the last batch from version 0 finished
+    with pytest.raises(StalenessError, match="no batch was launched for step 6"):
+        await queue.next(6)
+    gate.clear()
+    queue.fill(3, 10, lambda: ([0], next(cursor)), play)  # steps 5 and 6
+    await queue.retire(1)
+    await queue.cancel()  # the run ended with batches 4..6 unplayed
+    assert not queue.pending and not queue.pins
+    assert sorted(dropped) == [0, 1]
