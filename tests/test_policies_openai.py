@@ -551,3 +551,47 @@ def test_the_aiohttp_transport_reads_the_environments_proxy_once(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert env_proxy(url) == proxy
+
+
+async def test_requests_go_through_the_environments_proxy(
+    fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forward proxy on loopback named by HTTP_PROXY carries every request, on both
+    transports (the SDK's httpx reads the environment itself; ours reads it once)."""
+    import aiohttp
+    from aiohttp import web
+
+    through: list[str] = []
+
+    async def forward(request: web.Request) -> web.Response:
+        # A proxied plain-HTTP request names its whole target (absolute-form).
+        through.append(str(request.url))
+        hop = {"host", "proxy-connection", "proxy-authorization", "content-length"}
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in hop}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.request(
+                request.method, str(request.url), data=await request.read(), headers=headers
+            ) as reply,
+        ):
+            body = await reply.read()
+            return web.Response(status=reply.status, body=body, content_type=reply.content_type)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", forward)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY"):
+            for spelling in (name, name.lower()):
+                monkeypatch.delenv(spelling, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+        traj = await play(policy(fake))
+    finally:
+        await runner.cleanup()
+    assert traj.solved, traj.failures
+    assert len(through) == len(fake.chat_requests) == len(traj.turns)
+    assert all(url == f"{fake.base_url}/chat/completions" for url in through), through
