@@ -159,6 +159,13 @@ TaskOpt = Annotated[
     str | None, typer.Option("--task", "-t", help=TASK_HELP + " Default: the config's `task`.")
 ]
 RewardOpt = Annotated[str | None, typer.Option(help=REWARD_HELP)]
+# The row one episode plays (`play`, `mcp serve`): --row of --split (seed --seed), or of --data.
+RowOpt = Annotated[int, typer.Option("--row", min=0, help="Row index (0-based).")]
+SplitOpt = Annotated[str, typer.Option(help="Split made by the task.")]
+DataOpt = Annotated[
+    Path | None, typer.Option("--data", help="Take the row from this dataset file instead.")
+]
+RowSeedOpt = Annotated[int, typer.Option(help="Seed of the split the task makes.")]
 DryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="Print what would run; call nothing remote.")
 ]
@@ -197,3 +204,15 @@ def load_backend(name: str) -> Any:
     backend = get_plugins().backend(name)  # unknown: PluginError naming the extra
     backend.check_available()  # missing dependency: BackendUnavailable naming the extra
     return backend
+
+
+def pick_row(task: Task[Any, Any], row: int, split: str, data: Path | None, seed: int) -> str:
+    """The prompt of row `row` (`RowOpt`) of `data`, or of the task's `split` made with
+    `seed`; a row past the end is a `CliError` saying how many rows there are."""
+    from agentrft.datasets import task_prompts
+
+    prompts = task_prompts(task, data=data, split=split, n=None, seed=seed)  # the whole split
+    if row >= len(prompts):
+        where = str(data) if data is not None else f"split {split!r} (seed {seed})"
+        raise CliError(f"--row {row} is out of range: {where} has {len(prompts)} rows")
+    return prompts[row]

@@ -3,23 +3,20 @@ for any MCP-speaking agent, or a person in an MCP inspector, to play."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from agentrft.cli.common import TaskOpt, load_task
+from agentrft.cli.common import DataOpt, RowOpt, RowSeedOpt, SplitOpt, TaskOpt, load_task, pick_row
 from agentrft.cli.errors import CliError, error_console
 
 
 def serve(
     task: TaskOpt = None,
-    row: Annotated[int, typer.Option("--row", min=0, help="Row index (0-based).")] = 0,
-    split: Annotated[str, typer.Option(help="Split made by the task.")] = "validation",
-    data: Annotated[
-        Path | None, typer.Option("--data", help="Take the row from this dataset file instead.")
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the split the task makes.")] = 42,
+    row: RowOpt = 0,
+    split: SplitOpt = "validation",
+    data: DataOpt = None,
+    seed: RowSeedOpt = 42,
     http: Annotated[
         int | None,
         typer.Option(
@@ -36,7 +33,6 @@ def serve(
     next row."""
     import asyncio
 
-    from agentrft.datasets import task_prompts
     from agentrft.mcp.connection import require_mcp
     from agentrft.mcp.serve import EpisodeServer
 
@@ -45,11 +41,7 @@ def serve(
     except ImportError as exc:
         raise CliError(str(exc)) from None
     the_task = load_task(task)
-    prompts = task_prompts(the_task, data=data, split=split, n=None, seed=seed)
-    if row >= len(prompts):
-        where = str(data) if data is not None else f"split {split!r} (seed {seed})"
-        raise CliError(f"--row {row} is out of range: {where} has {len(prompts)} rows")
-    episode = EpisodeServer(the_task, prompts[row])
+    episode = EpisodeServer(the_task, pick_row(the_task, row, split, data, seed))
     asyncio.run(_serve(episode, http))
 
 

@@ -17,20 +17,24 @@ from agentrft.cli.common import (
     MODEL_HELP,
     POLICY_HELP,
     ConfigOpt,
+    DataOpt,
     RewardOpt,
+    RowOpt,
+    RowSeedOpt,
     SetOpt,
+    SplitOpt,
     TaskOpt,
     console,
     finite,
     load_backend,
     notify_episode,
+    pick_row,
     resolve_cli_policy,
     resolve_config,
     run_async,
 )
 from agentrft.cli.errors import CliError
 from agentrft.config import episode_limits
-from agentrft.datasets import task_prompts
 from agentrft.trajectory import FailureKind, Trajectory
 
 
@@ -48,12 +52,10 @@ def play(
             "with --adapter DIR, e.g. a run's final_adapter/).",
         ),
     ] = None,
-    row: Annotated[int, typer.Option("--row", min=0, help="Row index (0-based).")] = 0,
-    split: Annotated[str, typer.Option(help="Split made by the task.")] = "validation",
-    data: Annotated[
-        Path | None, typer.Option("--data", help="Take the row from this dataset file instead.")
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the split the task makes.")] = 42,
+    row: RowOpt = 0,
+    split: SplitOpt = "validation",
+    data: DataOpt = None,
+    seed: RowSeedOpt = 42,
     temperature: Annotated[
         float, typer.Option(min=0, max=2, callback=finite, help="Sampling temperature.")
     ] = 1.0,
@@ -98,11 +100,7 @@ def play(
         keys, _ = impl.cli_values("play", {**own, "model": model, "dry_run": False}, [])
     values = {"task": task, "reward": reward, "limits.max_turns": max_turns, **keys}
     cfg, the_task, reward_fn = resolve_config(config, set_, values)
-    # The whole split (n=None): --row indexes it, or the rows of --data.
-    prompts = task_prompts(the_task, data=data, split=split, n=None, seed=seed)
-    if row >= len(prompts):
-        where = str(data) if data is not None else f"split {split!r} (seed {seed})"
-        raise CliError(f"--row {row} is out of range: {where} has {len(prompts)} rows")
+    prompt = pick_row(the_task, row, split, data, seed)
     if impl is not None:
         impl.check_config(cfg)
         the_policy = impl.play_policy(the_task, cfg)
@@ -123,7 +121,7 @@ def play(
             with still_running(out, limits.timeout_s):
                 return await run_episode(
                     the_task,
-                    prompts[row],
+                    prompt,
                     live,
                     sampling=sampling,
                     limits=limits,
