@@ -201,3 +201,18 @@ async def test_the_queue_launches_within_the_bound_and_unloads_what_no_batch_nee
     await queue.cancel()  # the run ended with batches 4..6 unplayed
     assert not queue.pending and not queue.pins
     assert sorted(dropped) == [0, 1]
+
+
+def test_the_live_view_shows_the_batches_age_only_when_it_has_one():
+    from rich.console import Console
+
+    from agentrft.backends.local.run.view import LiveView
+
+    ahead = {"reward_mean": 0.5, "off_policy/staleness_max": 1.0, "rollout_wait_s": 0.25}
+    for metrics, shown in (({"reward_mean": 0.5}, False), (ahead, True)):
+        console = Console(width=200, record=True)
+        view = LiveView(console, 3, title="GRPO")
+        view.step(1, metrics)
+        headers = [str(c.header) for c in view._table().columns]
+        assert ("stale" in headers) is shown and ("wait s" in headers) is shown
+        assert ("stale 1 · wait s 0.25" in console.export_text()) is shown

@@ -23,11 +23,16 @@ COLUMNS = (
     ("turns", "turns_mean", "{:.2f}"),
     ("tok/s", "tokens_per_s", "{:.0f}"),
     ("rollout s", "rollout_s", "{:.2f}"),
+    # Only with max_steps_off_policy > 0: the batch's age and the step's wait for it.
+    ("stale", "off_policy/staleness_max", "{:.0f}"),
+    ("wait s", "rollout_wait_s", "{:.2f}"),
     ("train s", "train_s", "{:.2f}"),
     ("sync s", "sync_s", "{:.2f}"),
     ("loss", "loss", "{:+.4f}"),
     ("grad", "grad_norm", "{:.3f}"),
 )
+
+OPTIONAL = frozenset({"off_policy/staleness_max", "rollout_wait_s"})
 
 
 def duration(seconds: float) -> str:
@@ -153,8 +158,10 @@ class LiveView:
 
         done = int(self.rows[-1]["step"]) if self.rows else 0
         table = Table(title=f"{self.title} · step {done}/{self.total}", expand=False)
-        for label, _, _ in COLUMNS:
+        # The off-policy columns only for a run that has them; the rest always.
+        columns = [c for c in COLUMNS if c[1] not in OPTIONAL or any(c[1] in r for r in self.rows)]
+        for label, _, _ in columns:
             table.add_column(label, justify="right")
         for row in self.rows:
-            table.add_row(*(fmt.format(row[k]) if k in row else "-" for _, k, fmt in COLUMNS))
+            table.add_row(*(fmt.format(row[k]) if k in row else "-" for _, k, fmt in columns))
         return table
