@@ -216,3 +216,16 @@ def test_the_live_view_shows_the_batches_age_only_when_it_has_one():
         headers = [str(c.header) for c in view._table().columns]
         assert ("stale" in headers) is shown and ("wait s" in headers) is shown
         assert ("stale 1 · wait s 0.25" in console.export_text()) is shown
+
+
+def test_a_batchs_policy_warns_once_for_the_run(tiny_156k):
+    from agentrft.backends.local.inference.chat_tokens import ChatTokenizer, TokenPolicy
+    from agentrft.backends.local.models.model_loading import load_tokenizer
+
+    chat = ChatTokenizer(load_tokenizer(tiny_156k))
+    run = TokenPolicy(object(), chat, adapter="policy-v3", seed=1)  # type: ignore[arg-type]
+    batch = run.sibling(adapter="policy-v1", seed=7)
+    assert (batch.adapter, batch.seed, batch.sampler) == ("policy-v1", 7, run.sampler)
+    batch.warned_not_prefix_preserving = True
+    assert run.warned_not_prefix_preserving
+    assert run.sibling(adapter=None, seed=None).warned_not_prefix_preserving

@@ -362,7 +362,23 @@ class TokenPolicy(Policy):
         self.adapter = adapter
         self.seed = seed
         self._sessions = itertools.count()
-        self.warned_not_prefix_preserving = False
+        # Shared with `sibling`s, so a warning given once is given once for all of them.
+        self._warned = [False]
+
+    @property
+    def warned_not_prefix_preserving(self) -> bool:
+        return self._warned[0]
+
+    @warned_not_prefix_preserving.setter
+    def warned_not_prefix_preserving(self, value: bool) -> None:
+        self._warned[0] = value
+
+    def sibling(self, *, adapter: str | None, seed: int | None) -> TokenPolicy:
+        """A policy on the same sampler and chat with its own adapter and seed (a batch
+        played ahead of the trainer); its once-only warnings are this policy's."""
+        twin = TokenPolicy(self.sampler, self.chat, adapter=adapter, seed=seed)
+        twin._warned = self._warned
+        return twin
 
     def reseed(self, seed: int | None) -> None:
         """Restart the episode counter with a new base seed (one per training step)."""

@@ -186,11 +186,8 @@ class GRPOLoop:
     async def _play_from(self, step: int, rows: list[int], version: int) -> list[Trajectory]:
         """Play step `step`'s rows from adapter `version`, with a policy of their own (the
         shared one moves to each new version)."""
-        policy = TokenPolicy(
-            self.engine.sampler,
-            self.engine.chat,
-            adapter=f"{self.ADAPTER_PREFIX}{version}",
-            seed=step_seed(self.settings.seed, step),
+        policy = self.policy.sibling(
+            adapter=f"{self.ADAPTER_PREFIX}{version}", seed=step_seed(self.settings.seed, step)
         )
         return await self._play(step, rows, policy, version)
 
