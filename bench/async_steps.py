@@ -1,7 +1,7 @@
 """GRPO steps per minute at max_steps_off_policy = 0, 1, 2 on the same task, model and batch.
 
-    .venv/bin/python bench/async_steps.py [--steps 6] [--slow-s 2] [--model PATH|pkg:NAME]
-        [--task NAME] [--json FILE]
+    .venv/bin/python bench/async_steps.py [--steps 6] [--slow-s 2 [--slow-every 10]]
+        [--model PATH|pkg:NAME] [--task NAME] [--carry-over] [--json FILE]
 
 Each k trains a fresh run through `agentrft.backends.local.backend.train_async` (the path
 `agentrft train` takes), no evaluations, and times its GRPO steps from the end of the first
@@ -63,8 +63,10 @@ class RelayTask(Task[str]):
     def parse(self, prompt: str) -> str:
         return prompt
 
+    slow_every = 10
+
     def environment(self, instance: str) -> Environment:
-        return _Relay(self.slow_s)
+        return _Relay(self.slow_s, self.slow_every)
 
     def user_prompt(self, instance: str) -> str:
         return instance
@@ -99,6 +101,7 @@ async def steps_per_min(k: int, args: argparse.Namespace, root: Path) -> dict[st
         "learning_rate": 1e-4,
         "max_steps_off_policy": k,
         "val_every": 0,
+        "local.carry_over_groups": args.carry_over and k > 0,
     }
     if args.model.startswith(("1m", "156k", "10m")):
         values["local.tiny_model"] = args.model
@@ -110,6 +113,7 @@ async def steps_per_min(k: int, args: argparse.Namespace, root: Path) -> dict[st
     else:
         task = RelayTask()
         task.slow_s = args.slow_s
+        task.slow_every = args.slow_every
     ends: list[float] = []
     await train_async(
         task, load_config(values=values), on_step=lambda step, m: ends.append(time.perf_counter())
@@ -125,10 +129,14 @@ def main() -> None:
     parser.add_argument("--model", default="1m", help="a tiny size (1m, 10m) or local.model")
     parser.add_argument("--task", default=None, help="an installed task (default: relay)")
     parser.add_argument("--slow-s", type=float, default=0.0, help="one reply in ten waits this")
+    parser.add_argument("--slow-every", type=int, default=10, help="... or one in this many")
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--group", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--carry-over", action="store_true", help="local.carry_over_groups for k > 0"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     # The runs' health warnings (a random tiny model truncates, writes prose) are not figures.
@@ -139,7 +147,9 @@ def main() -> None:
         for k in (int(x) for x in args.ks.split(",")):
             figures[str(k)] = asyncio.run(steps_per_min(k, args, Path(tmp)))
     base = figures.get("0", {}).get("steps_per_min")
-    what = args.task or f"relay (slow reply {args.slow_s:g} s in ten)"
+    what = args.task or f"relay (slow reply {args.slow_s:g} s, one in {args.slow_every})"
+    if args.carry_over:
+        what += " · carry_over_groups"
     print(f"{what} · model {args.model} · {args.batch} x {args.group} · {args.steps} steps")
     for k, f in figures.items():
         ratio = f" ({f['steps_per_min'] / base:.2f}x k=0)" if base else ""

@@ -172,7 +172,7 @@ async def test_the_queue_launches_within_the_bound_and_unloads_what_no_batch_nee
     async def drop(version: int) -> None:
         dropped.append(version)
 
-    async def play(step: int, rows: list[int], version: int) -> list:
+    async def play(step: int, rows: list[int], version: int, part: int) -> list:
         played.append((step, version))
         await gate.wait()
         return []
@@ -183,8 +183,8 @@ async def test_the_queue_launches_within_the_bound_and_unloads_what_no_batch_nee
     await asyncio.sleep(0)
     assert played == [(1, 0), (2, 0), (3, 0)] and queue.pins == {0: 3}
     gate.set()
-    batch, _ = await queue.next(1)
-    assert (batch.step, batch.version, batch.cursor) == (1, 0, 0)
+    taken = await queue.next(1)
+    assert (taken.versions, taken.cursor) == ([], 0)
     await queue.retire(0)  # version 1 is out; batches 2 and 3 still play from 0
     assert dropped == []
     queue.fill(1, 10, lambda: ([0], next(cursor)), play)  # step 4, from version 1
@@ -229,3 +229,76 @@ def test_a_batchs_policy_warns_once_for_the_run(tiny_156k):
     batch.warned_not_prefix_preserving = True
     assert run.warned_not_prefix_preserving
     assert run.sibling(adapter=None, seed=None).warned_not_prefix_preserving
+
+
+class SlowRowZero(CountA):
+    """CountA whose row `Write text 0` takes 1.5 s a reply: one slow group in every epoch."""
+
+    def environment(self, instance: str):
+        from agentrft import Environment
+
+        class Slow(Environment):
+            async def on_text_reply(self, text: str) -> None:
+                if instance == "Write text 0":
+                    import asyncio
+
+                    await asyncio.sleep(1.5)
+                self.done = True
+
+        return Slow()
+
+
+async def test_carried_over_groups_train_later_and_never_past_the_bound(tmp_path):
+    config = tiny_config(
+        tmp_path, max_steps_off_policy=1, **COMMON, **{"local.carry_over_groups": True}
+    )
+    result = await train_async(SlowRowZero(), config)
+    assert result.steps == 5
+    trajs = list(read_trajectories(result.run_dir / "trajectories.jsonl"))
+    assert len(trajs) == 5 * 2 * 4  # each step trained global_batch_size whole groups
+    for t in trajs:
+        step, version = t.metadata["step"], t.metadata["policy_version"]
+        assert 0 <= step - 1 - version <= 1, (step, version)
+    by_group = {}
+    for t in trajs:
+        by_group.setdefault((t.metadata["step"], t.metadata["group"]), []).append(t)
+    assert all(len(g) == 4 and len({t.metadata["row"] for t in g}) == 1 for g in by_group.values())
+    # A group launched for one step and trained at a later one: carried over.
+    assert any(t.metadata["launched_step"] < t.metadata["step"] for t in trajs)
+    metrics = [json.loads(x) for x in (result.run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert all(m["off_policy/staleness_max"] <= 1 for m in metrics)
+    assert "off_policy/dropped_groups" in metrics[-1]
+
+
+async def test_a_resumed_carry_over_run_replays_the_queued_groups(tmp_path):
+    common = dict(
+        COMMON, max_steps_off_policy=1,
+        **{"local.checkpoint_every": 2, "local.carry_over_groups": True},
+    )  # fmt: skip
+
+    def interrupt(step: int, metrics: dict) -> None:
+        if step == 3:
+            raise KeyboardInterrupt
+
+    config = tiny_config(tmp_path, **common, **{"local.run_name": "b"})
+    with pytest.raises(KeyboardInterrupt):
+        await train_async(CountA(), config, on_step=interrupt)
+    run_b = tmp_path / "runs" / "b"
+    state = json.loads(next(run_b.glob("checkpoints/*2/state.json")).read_text())
+    assert state["queued"], "the step-2 checkpoint lists the groups not trained yet"
+    resumed = await train_async(CountA(), config, resume=str(run_b))
+    assert resumed.steps == 5
+    trajs = list(read_trajectories(run_b / "trajectories.jsonl"))
+    assert len(trajs) == 5 * 2 * 4
+    step3 = {
+        (t.metadata["row"], t.metadata["policy_version"]) for t in trajs if t.metadata["step"] == 3
+    }
+    queued = {(row, version) for row, version in state["queued"]}
+    assert step3 & queued, (step3, queued)  # the replayed groups trained first
+
+
+async def test_carry_over_without_rollouts_ahead_is_refused_before_anything_is_written(tmp_path):
+    config = tiny_config(tmp_path, **COMMON, **{"local.carry_over_groups": True})
+    with pytest.raises(ValueError, match="max_steps_off_policy=1 or more"):
+        await train_async(CountA(), config)
+    assert not (tmp_path / "runs").exists()

@@ -179,6 +179,13 @@ class LocalConfig(Section):
         "often, so GRPO learns which row needs which answer instead of drifting between "
         "answers; no effect for a task without batch keys.",
     )
+    carry_over_groups: bool = Field(
+        False,
+        description="With max_steps_off_policy > 0: a step trains on the first "
+        "global_batch_size groups to finish, whichever step launched them, and the rest carry "
+        "over to later steps (a group older than the bound is dropped), so a slow episode "
+        "holds back only its own group. False: a step trains on its own launched batch.",
+    )
     sft_source: Literal["auto", "expert", "withheld"] = Field(
         "auto",
         description="Whose games the SFT warm-up trains on. expert: the task's scripted "

@@ -17,6 +17,7 @@ import json
 import logging
 import math
 import shutil
+import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -44,7 +45,7 @@ from agentrft.backends.local.run.loop_settings import (
     learning_rate_at,
     step_seed,
 )
-from agentrft.backends.local.run.rollout_queue import RolloutQueue
+from agentrft.backends.local.run.rollout_queue import GroupQueue, RolloutQueue
 from agentrft.backends.local.run.run_dir import RunDir, Tracker
 from agentrft.backends.local.run.step_metrics import rollout_metrics, trainer_speed
 from agentrft.backends.local.run.sync_probe import SyncProbe
@@ -117,11 +118,13 @@ class GRPOLoop:
         #: Set when the health stop rule (local.health_stop_after) ended the run early.
         self.stopped: str | None = None
         #: The batches played ahead of the trainer (max_steps_off_policy > 0), else None.
-        self.queue = (
-            RolloutQueue(settings.max_steps_off_policy, self._drop_adapter)
-            if settings.max_steps_off_policy > 0
-            else None
-        )
+        self.queue: RolloutQueue | None = None
+        if settings.max_steps_off_policy > 0 and settings.carry_over_groups:
+            self.queue = GroupQueue(
+                settings.max_steps_off_policy, self._drop_adapter, settings.global_batch_size
+            )
+        elif settings.max_steps_off_policy > 0:
+            self.queue = RolloutQueue(settings.max_steps_off_policy, self._drop_adapter)
         #: The data cursor as of the last trained batch (what a checkpoint resumes from).
         self.trained_cursor = 0
 
@@ -166,29 +169,33 @@ class GRPOLoop:
         t0 = time.perf_counter()
         assert self.version is not None  # `start` or `restore` synced version 0 or later
         queue.fill(self.step, self.total_steps(), self._take, self._play_from)
-        batch, trajs = await queue.next(step)
+        taken = await queue.next(step)
         wait_s = time.perf_counter() - t0
-        self.trained_cursor = batch.cursor
-        metrics = await self._learn(step, trajs, batch.played_s, t0, off_policy=True)
-        stale = float(step - 1 - batch.version)
+        self.trained_cursor = self.cursor.position if taken.cursor is None else taken.cursor
+        metrics = await self._learn(step, taken.trajectories, taken.played_s, t0, off_policy=True)
+        stale = [step - 1 - v for v in taken.versions] or [0]
         metrics.update({
-            "off_policy/staleness_mean": stale,  # one version per batch: mean = max
-            "off_policy/staleness_max": stale,
-            "off_policy/batches_ahead": float(len(queue.pending)),
+            "off_policy/staleness_mean": statistics.fmean(stale),
+            "off_policy/staleness_max": float(max(stale)),
+            "off_policy/batches_ahead": float(queue.ahead),
             "rollout_wait_s": wait_s,
         })  # fmt: skip
+        if isinstance(queue, GroupQueue):
+            metrics["off_policy/dropped_groups"] = float(queue.dropped)
         return metrics
 
     def _take(self) -> tuple[list[int], int]:
         rows = self.cursor.take(self.settings.global_batch_size)
         return rows, self.cursor.position
 
-    async def _play_from(self, step: int, rows: list[int], version: int) -> list[Trajectory]:
+    async def _play_from(
+        self, step: int, rows: list[int], version: int, part: int
+    ) -> list[Trajectory]:
         """Play step `step`'s rows from adapter `version`, with a policy of their own (the
-        shared one moves to each new version)."""
-        policy = self.policy.sibling(
-            adapter=f"{self.ADAPTER_PREFIX}{version}", seed=step_seed(self.settings.seed, step)
-        )
+        shared one moves to each new version); `part` numbers a step's separate calls (one
+        per group under local.carry_over_groups), whose seeds must differ."""
+        seed = step_seed(self.settings.seed, step) + 100_003 * part
+        policy = self.policy.sibling(adapter=f"{self.ADAPTER_PREFIX}{version}", seed=seed)
         return await self._play(step, rows, policy, version)
 
     async def _play(
@@ -361,8 +368,10 @@ class GRPOLoop:
             self.trainer.save_state(path)
             state = {
                 "step": self.step,
-                # Batches played ahead are not in it: a resumed run draws them again.
+                # Batches played ahead are not in it: a resumed run draws them again
+                # (carried-over groups are listed under `queued` and replayed instead).
                 "cursor": self.cursor.position if self.queue is None else self.trained_cursor,
+                **({"queued": self.queue.queued()} if self.queue is not None else {}),
                 "version": self.version,
                 **(extra or {}),
             }
@@ -388,6 +397,8 @@ class GRPOLoop:
                 name = f"{self.ADAPTER_PREFIX}{version}"
                 await self.engine.sampler.load_adapter(name, str(target))
                 self.queue.retired.add(version)  # unloaded once its batches finish
+        if self.queue is not None:
+            self.queue.requeue(state.get("queued", []))
         await self.sync(self.step)
         return state
 

@@ -39,6 +39,8 @@ class LoopSettings:
     curriculum_end: int
     #: Steps the rollouts may lag the trainer (0: play, then train).
     max_steps_off_policy: int = 0
+    #: With max_steps_off_policy > 0: train on the first groups to finish, carry the rest.
+    carry_over_groups: bool = False
 
     @classmethod
     def of(cls, config: LocalRunConfig) -> LoopSettings:
@@ -65,6 +67,7 @@ class LoopSettings:
             curriculum_start=local.curriculum_start,
             curriculum_end=local.curriculum_end,
             max_steps_off_policy=config.max_steps_off_policy,
+            carry_over_groups=local.carry_over_groups,
         )
 
 

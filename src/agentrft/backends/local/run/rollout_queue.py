@@ -27,10 +27,11 @@ import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentrft.trajectory import Trajectory
 
-__all__ = ["Batch", "RolloutQueue", "StalenessError"]
+__all__ = ["Batch", "GroupQueue", "RolloutQueue", "StalenessError", "Taken"]
 
 
 class StalenessError(RuntimeError):
@@ -54,8 +55,20 @@ class Batch:
     played_s: float = 0.0
 
 
-#: Plays step `step`'s rows from adapter `version`; returns its rollouts.
-Play = Callable[[int, list[int], int], Awaitable[list[Trajectory]]]
+@dataclass
+class Taken:
+    """What a step trains on: the rollouts, the adapter version of each, how long they
+    played, and the data cursor as of them (None: the queue records its own rows)."""
+
+    trajectories: list[Trajectory]
+    versions: list[int]
+    played_s: float
+    cursor: int | None
+
+
+#: Plays step `step`'s rows from adapter `version` (`part` tells apart the calls of one
+#: step, for their seeds); returns its rollouts.
+Play = Callable[[int, list[int], int, int], Awaitable[list[Trajectory]]]
 
 
 class RolloutQueue:
@@ -90,11 +103,11 @@ class RolloutQueue:
                                      f"newer than the trained {trained}")  # fmt: skip
             rows, cursor = take()
             self.pins[version] += 1
-            task = asyncio.ensure_future(play(step, rows, version))
+            task = asyncio.ensure_future(play(step, rows, version, 0))
             self.pending.append(Batch(step, rows, version, cursor, task))
             self.last_launched = step
 
-    async def next(self, step: int) -> tuple[Batch, list[Trajectory]]:
+    async def next(self, step: int) -> Taken:
         """Step `step`'s batch and its rollouts, once all have finished; checks that the
         batch is within the staleness bound of the adapter it updates (version step - 1)."""
         if not self.pending or self.pending[0].step != step:
@@ -112,7 +125,19 @@ class RolloutQueue:
             self.pending.popleft()
             await self._release(batch.version)
         batch.played_s = time.perf_counter() - batch.launched
-        return batch, trajs
+        return Taken(trajs, [batch.version] * len(trajs), batch.played_s, batch.cursor)
+
+    @property
+    def ahead(self) -> int:
+        """Batches (GroupQueue: groups) launched and not trained yet."""
+        return len(self.pending)
+
+    def queued(self) -> list[list[int]]:
+        """[row, version] of each group to replay after a resume (none: the cursor says)."""
+        return []
+
+    def requeue(self, queued: list[list[int]]) -> None:
+        """Replay these [row, version] groups first (a checkpoint's `queued`)."""
 
     async def retire(self, version: int) -> None:
         """`version` is no longer the newest: unload it now, or once no batch plays from it."""
@@ -143,3 +168,121 @@ class RolloutQueue:
             if version in self.retired:
                 self.retired.discard(version)
                 await self._drop(version)
+
+
+@dataclass
+class _Group:
+    step: int  # the step that launched it
+    row: int
+    version: int
+    launched: float = field(default_factory=time.perf_counter)
+    done_at: float = 0.0
+    task: asyncio.Task[list[Trajectory]] | None = None
+
+
+class GroupQueue(RolloutQueue):
+    """`local.carry_over_groups`: groups, not batches. At the start of step s the queue
+    tops up the groups eligible for it (sampled from version s - 1 - k or newer) to
+    (k + 1) x `batch_size`, launching whole batches of rows from the newest version; the
+    step trains on the first `batch_size` groups to FINISH, whichever step launched them.
+    A group that has become older than the bound before a step took it is dropped (its
+    episodes cancelled), so staleness never exceeds k; which group trains at which step
+    depends on timing. A checkpoint records the untrained groups' [row, version], and a
+    resumed run plays them again first."""
+
+    def __init__(self, lag: int, drop: Callable[[int], Awaitable[None]], batch_size: int) -> None:
+        super().__init__(lag, drop)
+        self.batch_size = batch_size
+        self.groups: list[_Group] = []  # launched, not trained, in launch order
+        self.finished: list[_Group] = []  # of those, the finished ones, in finishing order
+        self.requeued: list[tuple[int, int]] = []
+        self.launched = 0
+        self.dropped = 0  # groups dropped as too old, over the run
+
+    def fill(
+        self, trained: int, total: int, take: Callable[[], tuple[list[int], int]], play: Play
+    ) -> None:
+        floor = trained - self.lag  # the oldest version step trained + 1 may train on
+        want = min(self.lag + 1, total - trained) * self.batch_size
+        eligible = sum(g.version >= floor for g in self.groups)
+        while self.requeued and eligible < want:
+            row, version = self.requeued.pop(0)
+            if version >= floor and version <= trained:
+                self._launch(trained + 1, row, version, play)
+                eligible += 1
+        while eligible < want:
+            rows, _ = take()
+            for row in rows:
+                self._launch(trained + 1, row, trained, play)
+            eligible += len(rows)
+
+    def _launch(self, step: int, row: int, version: int, play: Play) -> None:
+        group = _Group(step, row, version)
+        self.pins[version] += 1
+        group.task = asyncio.ensure_future(play(step, [row], version, self.launched))
+        self.launched += 1
+
+        def finished(_: Any) -> None:
+            group.done_at = time.perf_counter()
+            self.finished.append(group)
+
+        group.task.add_done_callback(finished)
+        self.groups.append(group)
+
+    async def next(self, step: int) -> Taken:
+        floor = step - 1 - self.lag
+        for group in [g for g in self.groups if g.version < floor]:
+            await self._remove(group, cancel=True)
+            self.dropped += 1
+        while True:
+            ready = [g for g in self.finished if g in self.groups]
+            running = [g.task for g in self.groups if g.task is not None and not g.task.done()]
+            if len(ready) >= self.batch_size or not running:
+                break
+            await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+        if len(ready) < self.batch_size:
+            raise StalenessError(
+                f"step {step} has {len(ready)} finished groups of {self.batch_size} and none playing"
+            )
+        taken = ready[: self.batch_size]
+        trajs: list[Trajectory] = []
+        versions: list[int] = []
+        try:
+            for position, group in enumerate(taken):
+                assert group.task is not None
+                for t in group.task.result():  # an episode loop that raised ends the run
+                    t.metadata.update(step=step, launched_step=group.step, group=position)
+                    trajs.append(t)
+                    versions.append(group.version)
+        finally:
+            for group in taken:
+                await self._remove(group, cancel=False)
+        now = time.perf_counter()
+        played = max(now - g.launched for g in taken) if taken else 0.0
+        return Taken(trajs, versions, played, None)
+
+    async def _remove(self, group: _Group, *, cancel: bool) -> None:
+        self.groups.remove(group)
+        if group in self.finished:
+            self.finished.remove(group)
+        if cancel and group.task is not None:
+            group.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await group.task
+        await self._release(group.version)
+
+    def queued(self) -> list[list[int]]:
+        return [[g.row, g.version] for g in self.groups]
+
+    def requeue(self, queued: list[list[int]]) -> None:
+        self.requeued = [(int(row), int(version)) for row, version in queued]
+
+    @property
+    def ahead(self) -> int:
+        return len(self.groups)
+
+    async def cancel(self) -> None:
+        for group in list(self.groups):
+            await self._remove(group, cancel=True)
+        self.requeued = []
+        await super().cancel()

@@ -85,7 +85,7 @@ def _say_lowered_limits(
 def check_task_fits(task: Task[Any], config: LocalRunConfig, *, has_expert: bool) -> None:
     """Refuse settings the task cannot serve: an SFT warm-up without the games it needs (a
     scripted expert, or a withheld copy for `local.sft_source=withheld`), a curriculum level
-    past the task's last."""
+    past the task's last, carried-over groups without rollouts ahead."""
     if config.local.sft_warmup_steps > 0 and not has_expert:
         if config.local.sft_source == "withheld":
             raise ValueError(
@@ -96,6 +96,12 @@ def check_task_fits(task: Task[Any], config: LocalRunConfig, *, has_expert: bool
         raise ValueError(
             f"local.sft_warmup_steps={config.local.sft_warmup_steps} but task {task.name!r} has "
             "no scripted expert (Task.expert() returned None); set local.sft_warmup_steps=0"
+        )
+    if config.local.carry_over_groups and config.max_steps_off_policy == 0:
+        raise ValueError(
+            "local.carry_over_groups=true carries groups between steps played ahead of the "
+            "trainer, but max_steps_off_policy is 0 (play, then train); set "
+            "max_steps_off_policy=1 or more, or local.carry_over_groups=false"
         )
     levels = (config.local.curriculum_start, config.local.curriculum_end, eval_level(config))
     if max(levels) > task.curriculum_levels:
