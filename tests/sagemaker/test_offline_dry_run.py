@@ -136,7 +136,12 @@ def test_send_hyperparameters_all_sends_agentrfts_defaults_and_says_so(
     hps = json.loads(printed_request(result.output)["JobConfigDocument"])["TrainingConfig"][
         "HyperParameters"
     ]
-    assert len(hps) == 22 and hps["learning_rate"] == "4e-05" and hps["max_steps"] == "100"
+    assert (
+        len(hps) == 23
+        and hps["max_steps_off_policy"] == "0"
+        and hps["learning_rate"] == "4e-05"
+        and hps["max_steps"] == "100"
+    )
     assert "agentrft default" in result.output and blocked == []
 
 
