@@ -303,8 +303,11 @@ class GRPOLoop:
             if ok
             for s in rollout_sequences(t, a, ta, c)
         ]
-        probe = SyncProbe.of(trajs, self.engine.sampler, self.trainer, self.sampling, cfg.seed)
-        probe = probe if cfg.sync_check else None
+        probe = (
+            SyncProbe.of(trajs, self.engine.sampler, self.trainer, self.sampling, cfg.seed)
+            if cfg.sync_check
+            else None
+        )
         # The sampler's copy of the current version is not touched by the trainer, so with
         # batches playing ahead its probe sample waits its turn while the trainer runs.
         before_task = asyncio.ensure_future(probe.sample(self.policy.adapter)) if probe else None
