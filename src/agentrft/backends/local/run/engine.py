@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -248,6 +250,10 @@ class SamplerSettings:
         )
 
 
+#: uvicorn's access-log line (`INFO:     127.0.0.1:38176 - "POST /v1/completions ..."`).
+_ACCESS_LINE = re.compile(r'^INFO:\s+\S+ - "')
+
+
 @dataclass
 class Engine:
     """A sampler and the chat tokenizer, plus what must be closed after use."""
@@ -258,6 +264,41 @@ class Engine:
     sampler: TokenSampler
     chat: ChatTokenizer
     _closers: list[Any] = field(default_factory=list)
+    #: The vLLM server this engine started (a `VLLMServer`), or None.
+    server: Any = None
+    #: The vLLM server's base URL (started here or reached at local.vllm_url), or None.
+    url: str | None = None
+
+    async def sampler_problem(self, timeout_s: float = 10.0) -> str | None:
+        """Why the sampler can serve no more, or None when it can: the vLLM server this
+        engine started has exited, or a vLLM server no longer answers `/health` within
+        `timeout_s`. The transformers sampler runs in this process: None."""
+        if self.server is not None:
+            code = self.server.exit_code()
+            if code is not None:
+                how = f"exited with code {code}"
+                if code < 0:  # killed: by the OOM killer (SIGKILL) or by a person
+                    with contextlib.suppress(ValueError):
+                        how = f"was killed by {signal.Signals(-code).name}"
+                # Its own last words, not the access log of the requests before them.
+                lines = self.server.log_tail(400).splitlines()
+                said = [x for x in lines if not _ACCESS_LINE.match(x)][-8:]
+                return (
+                    f"the vLLM server (pid {self.server.pid()}) {how}; its log is "
+                    f"{self.server.log_path}" + (", ending:\n" + "\n".join(said) if said else "")
+                )
+        if self.url is None:
+            return None
+        import httpx
+
+        try:
+            async with httpx.AsyncClient(timeout=timeout_s) as client:
+                status = (await client.get(f"{self.url}/health")).status_code
+        except httpx.HTTPError as exc:
+            return f"the vLLM server at {self.url} does not answer /health ({type(exc).__name__})"
+        if status != 200:
+            return f"the vLLM server at {self.url} answers /health with HTTP {status}"
+        return None
 
     async def aclose(self) -> None:
         with contextlib.suppress(Exception):
@@ -323,7 +364,8 @@ def make_engine(settings: SamplerSettings, model_path: str | None = None) -> Eng
         served = server.model_name
         closers.append(server.stop)
     sampler = VLLMSampler(url, served, stop_token_ids=chat.end_of_turn_ids)
-    return Engine(path, device, "vllm", sampler, chat, closers)
+    started = None if settings.vllm_url else server
+    return Engine(path, device, "vllm", sampler, chat, closers, server=started, url=url)
 
 
 def _vllm_rank(rank: int) -> int:

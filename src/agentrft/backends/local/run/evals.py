@@ -84,6 +84,7 @@ async def run_eval(
 ) -> tuple[list[EvalReport], list[Any]]:
     """Evaluate through the one agent loop at each of `settings.temperatures`."""
     from agentrft.backends.local.inference.chat_tokens import TokenPolicy
+    from agentrft.backends.local.run.side_failures import check_sampled
     from agentrft.evaluation import evaluate
     from agentrft.policy import Sampling
 
@@ -103,6 +104,7 @@ async def run_eval(
         policy_name=label,
         curriculum_level=settings.curriculum_level,
     )
+    await check_sampled(engine, trajs, f"the evaluation {label!r}")
     return reports, trajs
 
 

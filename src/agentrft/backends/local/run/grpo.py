@@ -19,25 +19,17 @@ import math
 import shutil
 import statistics
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from agentrft.backends.local.algo.advantages import (
-    PER_TURN_METHODS,
-    compute_advantages,
-    group_per_turn,
-    turn_penalty_credit,
-    usable_per_turn,
-)
-from agentrft.backends.local.algo.sequences import rollout_sequences
+from agentrft.backends.local.algo.advantages import PER_TURN_METHODS
 from agentrft.backends.local.algo.trainer import LoRATrainer
 from agentrft.backends.local.inference.chat_tokens import TokenPolicy
 from agentrft.backends.local.run.data_cursor import DataCursor, batch_keys
 from agentrft.backends.local.run.engine import Engine
 from agentrft.backends.local.run.exploit_watch import ExploitWatch, declares_success, lowest_total
-from agentrft.backends.local.run.health import HealthMonitor, format_faults, rollout_health
+from agentrft.backends.local.run.health import HealthMonitor, rollout_health
 from agentrft.backends.local.run.health_watch import HealthEvent, HealthWatch
 from agentrft.backends.local.run.loop_settings import (
     LoopSettings,
@@ -47,6 +39,8 @@ from agentrft.backends.local.run.loop_settings import (
 )
 from agentrft.backends.local.run.rollout_queue import GroupQueue, RolloutQueue
 from agentrft.backends.local.run.run_dir import RunDir, Tracker
+from agentrft.backends.local.run.side_failures import TrainerFailed, check_sampled, sampler_call
+from agentrft.backends.local.run.step_batch import step_batch
 from agentrft.backends.local.run.step_metrics import rollout_metrics, trainer_speed
 from agentrft.backends.local.run.sync_probe import SyncProbe
 from agentrft.backends.local.run.view import LiveView
@@ -60,6 +54,8 @@ from agentrft.trajectory import Trajectory, append_trajectories
 log = logging.getLogger(__name__)
 
 StepCallback = Callable[[int, dict[str, float]], None]
+
+PROBE = "the weight-sync check's sample (local.sync_check)"
 
 
 class GRPOLoop:
@@ -136,7 +132,8 @@ class GRPOLoop:
         path = self.run.path / "adapters" / f"v{version:06d}"
         self.trainer.save_adapter(path)
         name = f"{self.ADAPTER_PREFIX}{version}"
-        await self.engine.sampler.load_adapter(name, str(path))
+        load = self.engine.sampler.load_adapter(name, str(path))
+        await sampler_call(self.engine, f"loading adapter version {version} into the sampler", load)
         old, self.version = self.version, version
         self.policy.adapter = name
         if old is not None and old != version:
@@ -242,67 +239,11 @@ class GRPOLoop:
         """Advantages, one optimizer step on `trajs` (in a thread when batches play ahead,
         so their episodes go on meanwhile), the weight sync; returns the step's metrics."""
         cfg = self.settings
+        await check_sampled(self.engine, trajs, f"step {step}")
         level = self.curriculum_level(step)
         t1 = time.perf_counter()
         self.trainer.set_learning_rate(learning_rate_at(cfg, step))
-        rewards = [t.reward.total if t.reward else 0.0 for t in trajs]
-        adv = compute_advantages(
-            rewards,
-            cfg.group_size,
-            method=cfg.advantage_method,
-            scale=cfg.scale_rewards,
-        )
-        # Per rollout, one advantage per turn (per-turn credit), or None: the episode's.
-        turn_adv: list[list[float] | None] = [None] * len(trajs)
-        fallback = 0.0
-        zero_var = adv.zero_variance_fraction
-        if cfg.advantage_method in PER_TURN_METHODS:
-            per_turn = [usable_per_turn(t) for t in trajs]
-            pt = group_per_turn(
-                [values for values, _ in per_turn],
-                rewards,
-                cfg.group_size,
-                scale=cfg.scale_rewards,
-            )
-            turn_adv, fallback, zero_var = pt.turns, pt.fallback_fraction, pt.zero_variance_fraction
-            problems = Counter(problem for _, problem in per_turn if problem)
-            if problems:
-                log.warning(
-                    "step %d: %d of %d rollouts train with their episode advantage under "
-                    "advantage_method=%s (%s); return RewardResult.per_turn with one value "
-                    "per policy call to credit each turn",
-                    step,
-                    sum(problems.values()),
-                    len(trajs),
-                    cfg.advantage_method,
-                    "; ".join(f"{n}x {why}" for why, n in problems.most_common(3)),
-                )
-        admitted = [True] * len(trajs)
-        if cfg.drop_zero_variance_groups:
-            signal = [
-                any(a != 0.0 for a in ta) if ta is not None else a0 != 0.0
-                for ta, a0 in zip(turn_adv, adv.values, strict=True)
-            ]
-            admitted = [
-                any(signal[g : g + cfg.group_size])
-                for g in range(0, len(trajs), cfg.group_size)
-                for _ in range(cfg.group_size)
-            ]
-        credit: list[list[float] | None] = [None] * len(trajs)
-        if cfg.format_credit > 0:
-            faults = [format_faults(t) for t in trajs]
-            penalties = turn_penalty_credit(faults, cfg.group_size, cfg.format_credit)
-            credit = list(penalties)
-            if cfg.drop_zero_variance_groups:  # a group with format signal is admitted
-                admitted = [
-                    ok or any(c != 0.0 for c in penalties[i]) for i, ok in enumerate(admitted)
-                ]
-        seqs = [
-            s
-            for t, a, ta, c, ok in zip(trajs, adv.values, turn_adv, credit, admitted, strict=True)
-            if ok
-            for s in rollout_sequences(t, a, ta, c)
-        ]
+        batch = step_batch(cfg, step, trajs)
         probe = (
             SyncProbe.of(trajs, self.engine.sampler, self.trainer, self.sampling, cfg.seed)
             if cfg.sync_check
@@ -310,13 +251,28 @@ class GRPOLoop:
         )
         # The sampler's copy of the current version is not touched by the trainer, so with
         # batches playing ahead its probe sample waits its turn while the trainer runs.
-        before_task = asyncio.ensure_future(probe.sample(self.policy.adapter)) if probe else None
+        before_task = (
+            asyncio.ensure_future(
+                sampler_call(
+                    self.engine, f"step {step}: {PROBE}", probe.sample(self.policy.adapter)
+                )
+            )
+            if probe
+            else None
+        )
         before = await before_task if before_task is not None and not off_policy else None
         t2 = time.perf_counter()
-        if off_policy:
-            train_metrics = await asyncio.to_thread(self.trainer.step, seqs, off_policy=True)
-        else:
-            train_metrics = self.trainer.step(seqs)
+        try:
+            if off_policy:
+                train_metrics = await asyncio.to_thread(
+                    self.trainer.step, batch.sequences, off_policy=True
+                )
+            else:
+                train_metrics = self.trainer.step(batch.sequences)
+        except Exception as exc:
+            raise TrainerFailed(
+                f"step {step}: the trainer's optimizer step failed: {type(exc).__name__}: {exc}"
+            ) from exc
         trainer_s = time.perf_counter() - t2
         train_metrics.update(trainer_speed(self.trainer, train_metrics, trainer_s))
         train_s = time.perf_counter() - t1
@@ -326,18 +282,19 @@ class GRPOLoop:
         sync_s = await self.sync(step)
         self.step = step
 
-        metrics = rollout_metrics(self.task, trajs, rewards, zero_var, rollout_s)
-        metrics.update(rollout_health(trajs, zero_var))
+        metrics = rollout_metrics(self.task, trajs, batch.rewards, batch.zero_variance, rollout_s)
+        metrics.update(rollout_health(trajs, batch.zero_variance))
         metrics.update(judge_metrics(trajs))  # judge/tokens, judge/cost_usd, ... (if judged)
         if cfg.advantage_method in PER_TURN_METHODS:
-            metrics["analysis/per_turn_fallback"] = fallback
-        metrics["analysis/dropped_groups"] = admitted.count(False) / cfg.group_size
+            metrics["analysis/per_turn_fallback"] = batch.per_turn_fallback
+        metrics["analysis/dropped_groups"] = batch.dropped_groups
         metrics["learning_rate"] = learning_rate_at(cfg, step)
         if cfg.curriculum_start or cfg.curriculum_end:
             metrics["curriculum_level"] = float(level)
         metrics.update(train_metrics)
         if probe and before:
-            metrics.update(await probe.compare(before, self.policy.adapter))
+            compare = probe.compare(before, self.policy.adapter)
+            metrics.update(await sampler_call(self.engine, f"step {step}: {PROBE}", compare))
         metrics.update(train_s=train_s, sync_s=sync_s, step_s=time.perf_counter() - t0)
         append_trajectories(self._for_storage(trajs), self.run.path / "trajectories.jsonl")
         self.rollouts = trajs

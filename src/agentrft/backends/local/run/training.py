@@ -28,9 +28,11 @@ from agentrft.backends.local.run.evals import load_eval, run_eval, save_eval
 from agentrft.backends.local.run.grpo import GRPOLoop
 from agentrft.backends.local.run.run_dir import RunDir, Tracker, flatten_config
 from agentrft.backends.local.run.sft import sft_warmup
+from agentrft.backends.local.run.side_failures import RunSideFailed, resume_hint, write_traceback
 from agentrft.backends.local.run.spec import RunSpec, printer
 from agentrft.backends.local.run.view import LiveView
 from agentrft.plugins import get_plugins
+from agentrft.redact import scrub_text
 from agentrft.task import Task
 
 if TYPE_CHECKING:
@@ -368,6 +370,22 @@ class TrainingRun:
         return after
 
     # -- on the way out ---------------------------------------------------------------------
+
+    def stopped_by(self, exc: RunSideFailed) -> RunSideFailed:
+        """`exc` (the sampler or the trainer failed) with what the user does next: the
+        checkpoint to resume from; the traceback of what it stopped on goes to error.txt. run.json
+        says `failed` and why."""
+        extra = ""
+        if exc.__cause__ is not None:
+            extra = f" (traceback: {write_traceback(self.run.path, exc.__cause__)})"
+        hint = resume_hint(self.run.path, self.run.latest_checkpoint(), self.task.name)
+        said = f"{exc}{extra}"
+        stopped = type(exc)(said + ("\n" if "\n" in said else ". ") + hint)
+        self.run.update_info(status="failed", error=scrub_text(str(exc)))
+        if self.tracker is not None:
+            self.tracker.close(status="FAILED")
+            self.tracker = None
+        return stopped
 
     def interrupted(self) -> None:
         """A phase raised (or the user pressed Ctrl-C): run.json says `interrupted`, and the
