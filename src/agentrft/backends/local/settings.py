@@ -37,6 +37,14 @@ class LocalConfig(Section):
     inference: Literal["auto", "vllm", "transformers"] = Field(
         "auto", description="auto: vLLM when CUDA and vllm are present, else transformers."
     )
+    sampler_process: bool = Field(
+        False,
+        description="Run the transformers sampler in a process of its own (with "
+        "local.cpu_threads torch threads, like the trainer), so its decode loop and the "
+        "trainer do not share one interpreter: what lets rollouts played ahead "
+        "(max_steps_off_policy) run beside the optimizer step for a small model. The vLLM "
+        "sampler always has its own process.",
+    )
     vllm_url: str | None = Field(
         None,
         description="Use a running vLLM server (with --enable-lora) instead of starting one. "

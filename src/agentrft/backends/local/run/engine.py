@@ -225,6 +225,8 @@ class SamplerSettings:
     vllm_args: tuple[str, ...]
     #: The LoRA rank the vLLM server must accept adapters of.
     lora_rank: int
+    #: The transformers sampler in a child process (`local.sampler_process`).
+    sampler_process: bool = False
     #: Adapters the sampler holds at once: the current one, the next, and one per step the
     #: rollouts may lag (`max_steps_off_policy`).
     live_adapters: int = 2
@@ -247,6 +249,7 @@ class SamplerSettings:
             vllm_args=tuple(config.local.vllm_args),
             lora_rank=config.lora_rank,
             live_adapters=config.max_steps_off_policy + 2,
+            sampler_process=config.local.sampler_process,
         )
 
 
@@ -272,7 +275,11 @@ class Engine:
     async def sampler_problem(self, timeout_s: float = 10.0) -> str | None:
         """Why the sampler can serve no more, or None when it can: the vLLM server this
         engine started has exited, or a vLLM server no longer answers `/health` within
-        `timeout_s`. The transformers sampler runs in this process: None."""
+        `timeout_s`. A sampler in a process of its own says when that process ended
+        (`problem()`); the transformers sampler in this process: None."""
+        own = getattr(self.sampler, "problem", None)
+        if callable(own) and (said := own()) is not None:
+            return str(said)
         if self.server is not None:
             code = self.server.exit_code()
             if code is not None:
@@ -318,6 +325,22 @@ def make_engine(settings: SamplerSettings, model_path: str | None = None) -> Eng
     path = model_loading.loadable_path(path)
     device, inference = settings.device, settings.inference
     set_cpu_threads(settings.cpu_threads, settings.model, device)
+    if inference == "transformers" and settings.sampler_process:
+        from agentrft.backends.local.inference.process_sampler import ProcessSampler
+
+        chat = ChatTokenizer(
+            model_loading.load_tokenizer(path), eos_token_ids=generation_eos_ids(path)
+        )
+        threads = settings.cpu_threads or (1 if settings.model is None else None)
+        child = ProcessSampler(
+            path,
+            device=device,
+            dtype=settings.dtype,
+            seed=settings.seed,
+            stop_ids=chat.end_of_turn_ids,
+            threads=threads if device == "cpu" else None,
+        )
+        return Engine(path, device, inference, child, chat)
     if inference == "transformers":
         from agentrft.backends.local.inference.hf_sampler import HFSampler
 
