@@ -207,14 +207,23 @@ async def _answer(conn: Any, sampler: Any) -> None:
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[tuple[Any, ...] | None] = asyncio.Queue()
 
+    def deliver(burst: list[tuple[Any, ...] | None]) -> None:
+        for msg in burst:
+            inbox.put_nowait(msg)
+
     def read() -> None:  # blocking reads, off the loop
         while True:
+            # Whatever arrived together goes to the loop together, so that the sampler
+            # batches a step's requests as it would in one process.
+            burst: list[tuple[Any, ...] | None] = []
             try:
-                msg = conn.recv()
+                burst.append(conn.recv())
+                while conn.poll() and burst[-1] is not None and burst[-1][0] != "close":
+                    burst.append(conn.recv())
             except (EOFError, OSError):
-                msg = None
-            loop.call_soon_threadsafe(inbox.put_nowait, msg)
-            if msg is None or msg[0] == "close":
+                burst.append(None)
+            loop.call_soon_threadsafe(deliver, burst)
+            if burst[-1] is None or burst[-1][0] == "close":
                 return
 
     threading.Thread(target=read, daemon=True).start()
