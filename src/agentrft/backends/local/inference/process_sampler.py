@@ -108,7 +108,9 @@ class ProcessSampler:
         """Why this sampler can serve no more (its process ended), or None."""
         if self._gone is None and self.process.exitcode is None:
             return None
-        return self._gone or self._exit_text()
+        # Read the exit code afresh: when another thread reaped the child first, the
+        # reader's own look may have found no code yet.
+        return self._exit_text() if self.process.exitcode is not None else self._gone
 
     # -- internals ----------------------------------------------------------------------
 
@@ -138,7 +140,12 @@ class ProcessSampler:
                 waiting = self._pending.pop(key, None)
             if waiting is not None:
                 _settle(*waiting, ok, payload)
-        self.process.join(5.0)
+        # multiprocessing's reaping is not thread-safe: a join elsewhere may take the exit
+        # status, and this join then returns before the code is recorded. Give it a moment.
+        for _ in range(50):
+            self.process.join(0.1)
+            if self.process.exitcode is not None:
+                break
         with self._lock:
             self._gone = None if self._closed else self._exit_text()
             waiting_all, self._pending = list(self._pending.values()), {}
